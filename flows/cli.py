@@ -1,0 +1,348 @@
+"""The `crucible` command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from flows import render
+from verifiers.catalog import TaskSpecError, load_catalog
+from verifiers.contract import Limits, Status, Task
+
+app = typer.Typer(
+    help="Crucible: execution-verified training data for industrial code.\n\n"
+    "`crucible run` ingests the task catalog, generates candidates, verifies them on Ray "
+    "actors and writes everything to the Delta lake; `crucible sql` queries it.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+DEFAULT_LAKE = Path(os.environ.get("CRUCIBLE_LAKE", "crucible-lake"))
+DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
+
+LakeOpt = Annotated[
+    Path,
+    typer.Option("--lake", help="Lake root directory (created if absent). Env: CRUCIBLE_LAKE."),
+]
+TasksOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tasks",
+        help="Task catalog root(s) holding <domain>/<name>/task.toml "
+        "[default: the built-in catalog]",
+    ),
+]
+UnconfinedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unconfined",
+        help="UNSAFE: run candidate code without the bubblewrap sandbox "
+        "(rlimits and timeouts still apply). Only for machines where bubblewrap cannot run.",
+    ),
+]
+SimOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--sim-only", help="Run only the compile and simulate gates (no lint, synthesis, formal)."
+    ),
+]
+
+
+def _limits(sim_only: bool, unconfined: bool, timeout: float | None = None) -> Limits:
+    kw = {}
+    if timeout is not None:
+        kw["timeout_s"] = timeout
+    return Limits(gates=("compile", "simulate") if sim_only else None, unconfined=unconfined, **kw)
+
+
+def _quiet_env(lake: Path) -> None:
+    # Entry point only: keep Ray quiet and self-contained (library code never sets env).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+
+@app.callback()
+def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False):
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+class _RichReporter:
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.task = None
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.task = self.progress.add_task(name, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task, n)
+
+    def done(self) -> None:
+        if self.task is not None:
+            t = self.progress.tasks[self.task]
+            self.progress.update(self.task, total=t.completed or 1, completed=t.completed or 1)
+
+
+@app.command()
+def run(
+    lake: LakeOpt = DEFAULT_LAKE,
+    tasks: TasksOpt = None,
+    domain: Annotated[list[str] | None, typer.Option(help="Domain(s) to run.")] = None,
+    task: Annotated[
+        list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Verifier actors [default: one per slot of the node resource]"),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Candidates per actor call.")] = 8,
+    seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
+    sim_only: SimOnlyOpt = False,
+    unconfined: UnconfinedOpt = False,
+) -> None:
+    """Run the main job: ingest the catalog, generate candidates (reference, rewrites,
+    perturbations), verify them all on Ray actors, write the lake, print pass rates and
+    the error taxonomy. Re-running resumes: work already in the lake is not redone."""
+    from flows.main_job import JobSettings, run_main_job
+    from lake.store import LakeError
+    from ray_actors import cluster
+    from ray_actors.verify import PoolSettings
+
+    _quiet_env(lake)
+    con = render.console()
+    settings = JobSettings(
+        lake=lake,
+        task_roots=tuple(tasks or [DEFAULT_TASKS]),
+        domains=tuple(domain or ["rtl"]),
+        task_names=tuple(task) if task else None,
+        limits=_limits(sim_only, unconfined),
+        seed=seed,
+        pool=PoolSettings(workers=workers, batch_size=batch_size),
+        ray=cluster.ClusterSettings(temp_dir=None),
+    )
+    progress = Progress(
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=con,
+    )
+    try:
+        with progress:
+            result = run_main_job(settings, _RichReporter(progress))
+    except LakeError as e:
+        con.print(f"[bold red]lake error:[/] {e}")
+        raise typer.Exit(2) from None
+    finally:
+        cluster.shutdown()
+    for e in result.refused:
+        con.print(f"[bold red]refused task[/] {e}")
+    con.print(
+        f"run {result.run_id[:12]}: {result.tasks} tasks, {result.candidates} candidates, "
+        f"{result.verified} verified in {result.verify_seconds:.1f}s "
+        f"({result.verified / max(result.verify_seconds, 1e-9):.1f}/s), "
+        f"total {result.seconds:.1f}s; lake {lake}"
+    )
+    _print_rows(
+        con,
+        "pass rates (sql/pass_rates.sql)",
+        result.pass_rates,
+        ["domain", "level", "origin", "candidates", "passed", "pass_rate", "infra_errors"],
+    )
+    _print_rows(
+        con,
+        "error taxonomy (sql/error_taxonomy.sql)",
+        result.taxonomy,
+        ["status", "category", "code", "count", "share"],
+    )
+    _print_rows(
+        con,
+        "perturbations that passed (sql/perturbation_survivors.sql)",
+        [r for r in result.survivors if r["survived"]],
+        ["generator", "perturbed", "survived", "survived_on"],
+    )
+    if result.refused:
+        raise typer.Exit(1)
+
+
+def _print_rows(con, title: str, rows: list[dict], cols: list[str]) -> None:
+    con.print(render.rows_table(title, cols, [[r.get(c) for c in cols] for r in rows]))
+
+
+def find_task(ref: str, roots: list[Path]) -> Task:
+    """A task by catalog name or by (a prefix of) its task_id."""
+    hits: list[Task] = []
+    errors: list[TaskSpecError] = []
+    for root in roots:
+        tasks, errs = load_catalog(root)
+        errors += errs
+        hits += [t for t in tasks if t.name == ref or (len(ref) >= 6 and t.task_id.startswith(ref))]
+    if len(hits) == 1:
+        return hits[0]
+    where = ", ".join(map(str, roots))
+    if not hits:
+        bad = [e for e in errors if f"/{ref}/" in e.path]
+        if bad:
+            raise typer.BadParameter(f"task {ref!r} is malformed: {bad[0]}", param_hint="--task")
+        raise typer.BadParameter(
+            f"no task named {ref!r} (or with that id prefix) in {where}; "
+            "`crucible tasks` lists them",
+            param_hint="--task",
+        )
+    raise typer.BadParameter(
+        f"{ref!r} matches {len(hits)} tasks: " + ", ".join(t.name for t in hits),
+        param_hint="--task",
+    )
+
+
+@app.command()
+def verify(
+    file: Annotated[Path, typer.Argument(help="Candidate source file ('-' for stdin).")],
+    task: Annotated[str, typer.Option("--task", help="Task name or task_id prefix.")],
+    tasks: TasksOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole Verdict as JSON.")
+    ] = False,
+    sim_only: SimOnlyOpt = False,
+    unconfined: UnconfinedOpt = False,
+) -> None:
+    """Verify one file against one task and print the verdict and its feedback.
+    Exit code: 0 pass, 1 the candidate failed, 3 infrastructure error."""
+    from verifiers.registry import verify as run_verify
+
+    roots = list(tasks or [DEFAULT_TASKS])
+    t = find_task(task, roots)
+    data = sys.stdin.buffer.read() if str(file) == "-" else _read(file)
+    verdict = run_verify(t, data, _limits(sim_only, unconfined))
+    if as_json:
+        typer.echo(json.dumps(verdict.to_dict(), indent=2))
+    else:
+        render.console().print(render.verdict_panel(verdict, f"{t.name} · {file}"))
+    if verdict.status is Status.INFRA_ERROR:
+        raise typer.Exit(3)
+    raise typer.Exit(0 if verdict.passed else 1)
+
+
+def _read(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as e:
+        raise typer.BadParameter(f"cannot read {file}: {e.strerror}", param_hint="FILE") from None
+
+
+@app.command("tasks")
+def list_tasks(
+    tasks: TasksOpt = None,
+    domain: Annotated[str | None, typer.Option(help="Only this domain.")] = None,
+) -> None:
+    """List (and validate) the task catalog."""
+    con = render.console()
+    rows, bad = [], []
+    for root in tasks or [DEFAULT_TASKS]:
+        loaded, errors = load_catalog(root, [domain] if domain else None)
+        rows += [[t.name, t.domain, t.family, t.level, t.split, t.task_id[:12]] for t in loaded]
+        bad += errors
+    con.print(
+        render.rows_table(
+            f"{len(rows)} tasks", ["name", "domain", "family", "level", "split", "task_id"], rows
+        )
+    )
+    for e in bad:
+        con.print(f"[bold red]refused[/] {e}")
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command("import-verilogeval")
+def import_verilogeval(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="Directory of VerilogEval problems: "
+            "<name>_prompt.txt, <name>_ref.sv, <name>_test.sv"
+        ),
+    ],
+    dest: Annotated[
+        Path, typer.Option(help="Catalog root to write into; tasks land in DEST/rtl/<name>/")
+    ] = Path("imported"),
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[
+        str, typer.Option(help="Benchmark name recorded on each task")
+    ] = "verilogeval",
+) -> None:
+    """Import a VerilogEval-layout benchmark directory as rtl tasks (then run them with
+    `crucible run --tasks DEST`)."""
+    from verifiers.rtl.importer import import_verilogeval as do_import
+
+    con = render.console()
+    if not src.is_dir():
+        raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
+    if split not in ("train", "holdout"):
+        raise typer.BadParameter("must be train or holdout", param_hint="--split")
+    report = do_import(src, dest / "rtl", split=split, source=source)
+    for line in report.lines():
+        con.print(line)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+def sql(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="A name from sql/ (e.g. pass_rates, error_taxonomy), a .sql file, or SQL text."
+        ),
+    ],
+    lake: LakeOpt = DEFAULT_LAKE,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON lines.")] = False,
+) -> None:
+    """Query the lake with DuckDB: every table is a view (tasks, candidates, verdicts,
+    artifacts, trajectories, runs; raw_<table> without the dedupe)."""
+    from lake import db
+    from lake.store import Lake, LakeError
+
+    con = render.console()
+    try:
+        duck = db.connect(Lake(lake))
+    except LakeError as e:
+        con.print(f"[bold red]lake error:[/] {e}")
+        raise typer.Exit(2) from None
+    try:
+        if query in db.available_sql():
+            table = db.run_sql(duck, query)
+        else:
+            text = Path(query).read_text() if query.endswith(".sql") else query
+            table = duck.execute(text).to_arrow_table()
+    except Exception as e:
+        con.print(f"[bold red]query failed:[/] {e}")
+        raise typer.Exit(1) from None
+    finally:
+        duck.close()
+    if as_json:
+        for row in table.to_pylist():
+            typer.echo(json.dumps(row, default=str))
+        return
+    con.print(
+        render.rows_table(
+            f"{table.num_rows} rows",
+            table.column_names,
+            [list(r.values()) for r in table.to_pylist()],
+        )
+    )
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian toolchains a Crucible node type needs. Idempotent and fast when
+# everything is already there. Usage: infra/install-toolchains.sh [rtl|sandbox|all]...
+set -euo pipefail
+
+want=("${@:-all}")
+pkgs=()
+add() { for p in "$@"; do pkgs+=("$p"); done; }
+for w in "${want[@]}"; do
+  case "$w" in
+    sandbox) add bubblewrap util-linux ;;
+    rtl) add bubblewrap util-linux iverilog verilator yosys ;;
+    base) add make python3-venv ;;
+    all) add make python3-venv bubblewrap util-linux iverilog verilator yosys ;;
+    *) echo "unknown toolchain group: $w (want rtl, sandbox, base or all)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "need root to install: ${missing[*]} (run: sudo apt-get install -y ${missing[*]})" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

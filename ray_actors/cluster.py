@@ -1,0 +1,82 @@
+"""Start Ray locally with the node resources this machine's tools support, or connect to
+an existing cluster (`RAY_ADDRESS`) with no code change.
+
+Node resources name what a node can verify: `eda` (Verilog simulators, synthesis),
+`emulator`, `cad`, `GPU`, `NPU`, `cpu`. An actor asking for a resource no node has stays
+pending forever in Ray, so callers check `has_resource` first and report the work as
+`infra_error` at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import ray
+
+log = logging.getLogger(__name__)
+
+# resource -> binaries that must all be on PATH for a local node to declare it
+RESOURCE_TOOLS: dict[str, tuple[str, ...]] = {
+    "eda": ("iverilog", "vvp", "verilator", "yosys", "yosys-abc", "bwrap"),
+    "emulator": ("qemu-system-arm", "arm-none-eabi-gcc", "bwrap"),
+}
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    address: str | None = None  # None: RAY_ADDRESS if set, else a local start
+    num_cpus: int | None = None  # local start: default all cores
+    temp_dir: Path | None = None  # local start: Ray's session files (default under the lake)
+    object_store_mb: int = 256
+
+
+def local_resources(num_cpus: int) -> dict[str, float]:
+    """Custom resources for this machine: one slot per core for each toolchain present."""
+    res = {}
+    for name, tools in RESOURCE_TOOLS.items():
+        if all(shutil.which(t) for t in tools):
+            res[name] = float(num_cpus)
+    return res
+
+
+def start(settings: ClusterSettings) -> dict[str, float]:
+    """Connect to or start Ray; returns the cluster's resources."""
+    if ray.is_initialized():
+        return ray.cluster_resources()
+    address = settings.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        log.info("connecting to the Ray cluster at %s", address)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    else:
+        cpus = settings.num_cpus or os.cpu_count() or 1
+        kwargs = {}
+        if settings.temp_dir is not None:
+            settings.temp_dir.mkdir(parents=True, exist_ok=True)
+            kwargs["_temp_dir"] = str(settings.temp_dir.resolve())
+        ray.init(
+            num_cpus=cpus,
+            resources=local_resources(cpus),
+            include_dashboard=False,
+            object_store_memory=settings.object_store_mb * 1024 * 1024,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
+            **kwargs,
+        )
+    return ray.cluster_resources()
+
+
+def has_resource(resource: str) -> bool:
+    return ray.cluster_resources().get(resource, 0) > 0
+
+
+def slots(resource: str) -> int:
+    return int(ray.cluster_resources().get(resource, 0))
+
+
+def shutdown() -> None:
+    if ray.is_initialized():
+        ray.shutdown()

@@ -1,0 +1,297 @@
+"""The verifier family base: `verify()` is written once here; a domain only declares its
+tools and writes its gates.
+
+A gate is a method `gate_<name>(ctx) -> str` returning the check's detail, or raising
+`GateFail` with the status and taxonomy code. Gates run in the order of `gates` and stop at
+the first failure; every gate that ran becomes a `Check` with its seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from verifiers.contract import Artifact, Check, Limits, Status, Task, Verdict, content_id
+from verifiers.feedback import trim
+from verifiers.sandbox import RunResult, Sandbox, SandboxUnavailable
+from verifiers.taxonomy import category_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    binary: str
+    version_argv: tuple[str, ...]
+    install: str  # the command that installs it on Debian 12
+
+    def present(self) -> bool:
+        return shutil.which(self.binary) is not None
+
+    def version(self) -> str:
+        try:
+            out = subprocess.run(
+                self.version_argv, capture_output=True, text=True, timeout=20, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"unknown ({type(e).__name__})"
+        text = (out.stdout or out.stderr).strip()
+        return text.splitlines()[0][:120] if text else "unknown"
+
+
+class GateFail(Exception):
+    """A gate refused the candidate (or, with INFRA_ERROR, the infrastructure failed)."""
+
+    def __init__(
+        self,
+        status: Status,
+        code: str,
+        detail: str,
+        feedback: str = "",
+        metrics: dict[str, Any] | None = None,
+    ):
+        super().__init__(detail)
+        category_of(code)  # unknown codes fail loudly, at the raise site
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.feedback = feedback or detail
+        self.metrics = metrics or {}
+
+
+LIMIT_STATUS = {
+    "timeout": (Status.TIMEOUT, "tool_timeout"),
+    "output_limit": (Status.RESOURCE_LIMIT, "output_limit"),
+    "cpu_limit": (Status.RESOURCE_LIMIT, "cpu_limit"),
+    "file_size_limit": (Status.RESOURCE_LIMIT, "file_size_limit"),
+    "memory_limit": (Status.RESOURCE_LIMIT, "memory_limit"),
+}
+
+
+def fail_on_limit(res: RunResult, what: str, timeout_code: str = "tool_timeout") -> None:
+    """Raise the right GateFail if a sandbox limit ended the run."""
+    hit = res.limit_hit
+    if hit is None:
+        return
+    status, code = LIMIT_STATUS[hit]
+    if hit == "timeout":
+        code = timeout_code
+    detail = f"{what}: stopped by the {hit.replace('_', ' ')} after {res.seconds:.2f}s"
+    output = trim(res.stdout + res.stderr, 800)
+    raise GateFail(status, code, detail, feedback=f"{detail}\n{output}")
+
+
+@dataclass
+class Context:
+    """Mutable state of one verification, handed from gate to gate."""
+
+    task: Task
+    code: str
+    limits: Limits
+    sandbox: Sandbox
+    workdir: Path
+    metrics: dict[str, Any] = field(default_factory=dict)
+    artifacts: list[Artifact] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # extra feedback for a passing verdict
+    tool_seconds: float = 0.0  # time inside tool runs, for harness-overhead accounting
+    state: dict[str, Any] = field(default_factory=dict)  # what one gate leaves for the next
+
+    trace: list[dict[str, Any]] | None = None  # set by Verifier.trace: every run's argv
+
+    def run(self, argv: list[str], *, timeout_s: float | None = None) -> RunResult:
+        res = self.sandbox.run(argv, self.workdir, timeout_s=timeout_s)
+        self.tool_seconds += res.seconds
+        if self.trace is not None:
+            self.trace.append(
+                {
+                    "workdir": str(self.workdir),
+                    "argv": list(argv),
+                    "seconds": res.seconds,
+                    "rc": res.returncode,
+                }
+            )
+        self.metrics.setdefault("tool_runs", []).append(
+            {"argv0": argv[0], "seconds": round(res.seconds, 4), "rc": res.returncode}
+        )
+        return res
+
+
+class Verifier:
+    domain: ClassVar[str]
+    name: ClassVar[str]
+    version: ClassVar[str]
+    resource: ClassVar[str]  # the Ray resource its node type declares
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    gates: ClassVar[tuple[str, ...]] = ()
+    always: ClassVar[tuple[str, ...]] = ()  # gates run even when Limits.gates omits them
+    # gate -> gates it needs: asking for one (Limits.gates) runs its prerequisites too
+    requires: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def __init__(self, keep_workdirs: Path | None = None) -> None:
+        self._toolchain: dict[str, str] | None = None
+        # Debugging and benchmarks: keep each candidate's work dir under this root and
+        # record every tool run (argv, seconds) in `self.trace`.
+        self.keep_workdirs = keep_workdirs
+        self.trace: list[dict[str, Any]] | None = [] if keep_workdirs else None
+
+    # --- what a domain may override -------------------------------------------------------
+    def check_format(self, task: Task, code: str) -> None:
+        """Raise GateFail(FORMAT_ERROR, ...) when there is no usable code."""
+
+    # --- written once ---------------------------------------------------------------------
+    def missing_tools(self) -> list[Tool]:
+        return [t for t in self.tools if not t.present()]
+
+    def toolchain(self) -> dict[str, str]:
+        if self._toolchain is None:
+            self._toolchain = {t.name: t.version() for t in self.tools if t.present()}
+        return self._toolchain
+
+    def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
+        """Run the gates on `code`; never raises for anything the candidate did."""
+        start = time.perf_counter()
+        limits = limits or Limits()
+        candidate_id = content_id(task.task_id, _as_id_text(code))
+        checks: list[Check] = []
+        ctx: Context | None = None
+        outcome: GateFail | None = None
+        try:
+            text = self._format_gate(task, code, limits, checks)
+            missing = self.missing_tools()
+            if missing:
+                hint = "; ".join(f"{t.name}: {t.install}" for t in missing)
+                raise GateFail(
+                    Status.INFRA_ERROR,
+                    "tool_missing",
+                    f"missing tools for {self.domain}: install them ({hint})",
+                )
+            try:
+                sandbox = Sandbox(limits)
+            except SandboxUnavailable as e:
+                raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
+            with self._workdir() as tmp:
+                ctx = Context(task, text, limits, sandbox, sandbox.prepare_workdir(Path(tmp)))
+                ctx.trace = self.trace
+                self._run_gates(ctx, checks)
+        except GateFail as f:
+            outcome = f
+        return self._verdict(task, candidate_id, checks, ctx, outcome, start, limits)
+
+    def _workdir(self) -> contextlib.AbstractContextManager[str]:
+        if self.keep_workdirs is None:
+            return tempfile.TemporaryDirectory(prefix=f"crucible-{self.domain}-")
+        self.keep_workdirs.mkdir(parents=True, exist_ok=True)
+        return contextlib.nullcontext(tempfile.mkdtemp(prefix="cand-", dir=self.keep_workdirs))
+
+    def _format_gate(self, task: Task, code: Any, limits: Limits, checks: list[Check]) -> str:
+        t0 = time.perf_counter()
+        try:
+            if isinstance(code, bytes):
+                try:
+                    code = code.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise GateFail(
+                        Status.FORMAT_ERROR, "not_text", "candidate is not UTF-8 text"
+                    ) from None
+            if not isinstance(code, str) or "\0" in code:
+                raise GateFail(Status.FORMAT_ERROR, "not_text", "candidate is not text")
+            if not code.strip():
+                raise GateFail(Status.FORMAT_ERROR, "empty_code", "candidate is empty")
+            size = len(code.encode("utf-8"))
+            if size > limits.max_code_bytes:
+                raise GateFail(
+                    Status.FORMAT_ERROR,
+                    "code_too_large",
+                    f"candidate is {size} bytes; the limit is {limits.max_code_bytes}",
+                )
+            self.check_format(task, code)
+        except GateFail as f:
+            checks.append(Check("format", False, time.perf_counter() - t0, f.detail))
+            raise
+        checks.append(Check("format", True, time.perf_counter() - t0, ""))
+        return code
+
+    def _wanted(self, limits: Limits) -> set[str]:
+        wanted = {g for g in self.gates if g in self.always or limits.wants(g)}
+        todo = list(wanted)
+        while todo:
+            for dep in self.requires.get(todo.pop(), ()):
+                if dep not in wanted:
+                    wanted.add(dep)
+                    todo.append(dep)
+        return wanted
+
+    def _run_gates(self, ctx: Context, checks: list[Check]) -> None:
+        wanted = self._wanted(ctx.limits)
+        for gate in self.gates:
+            if gate not in wanted:
+                continue
+            t0 = time.perf_counter()
+            try:
+                detail = getattr(self, f"gate_{gate}")(ctx)
+            except GateFail as f:
+                checks.append(Check(gate, False, time.perf_counter() - t0, f.detail))
+                raise
+            except SandboxUnavailable as e:
+                checks.append(Check(gate, False, time.perf_counter() - t0, str(e)))
+                raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
+            checks.append(Check(gate, True, time.perf_counter() - t0, detail or ""))
+
+    def _verdict(
+        self,
+        task: Task,
+        candidate_id: str,
+        checks: list[Check],
+        ctx: Context | None,
+        outcome: GateFail | None,
+        start: float,
+        limits: Limits,
+    ) -> Verdict:
+        metrics = dict(ctx.metrics) if ctx else {}
+        ran = [c.name for c in checks]
+        skipped = [g for g in self.gates if g not in ran]
+        if outcome is None:
+            status, code, category = Status.PASS, "", ""
+            feedback = "\n".join(ctx.notes) if ctx else ""
+            if skipped:
+                metrics["gates_skipped"] = skipped
+        else:
+            status, code, category = outcome.status, outcome.code, category_of(outcome.code)
+            feedback = outcome.feedback
+            metrics.update(outcome.metrics)
+        if ctx:
+            metrics["tool_seconds"] = round(ctx.tool_seconds, 4)
+        return Verdict(
+            candidate_id=candidate_id,
+            task_id=task.task_id,
+            domain=self.domain,
+            verifier=self.name,
+            verifier_version=self.version,
+            status=status,
+            checks=tuple(checks),
+            metrics=metrics,
+            feedback=trim(feedback, limits.feedback_chars),
+            category=category,
+            code=code,
+            toolchain=self.toolchain(),
+            duration_ms=round((time.perf_counter() - start) * 1000, 3),
+            node=socket.gethostname(),
+            artifacts=tuple(ctx.artifacts) if ctx else (),
+        )
+
+
+def _as_id_text(code: Any) -> str:
+    if isinstance(code, str):
+        return code
+    if isinstance(code, bytes):
+        return code.decode("utf-8", "replace")
+    return repr(code)

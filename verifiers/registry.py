@@ -1,0 +1,77 @@
+"""Domain -> verifier class, as dotted paths imported on first use (fsspec-style).
+
+Importing `verifiers` never imports a domain's tool bindings; `get_verifier("rtl")` does,
+once. A domain whose Python stack is not installed answers with the install hint instead
+of a traceback, and `verify()` turns that into an `infra_error` verdict.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from verifiers.base import Verifier
+from verifiers.contract import Check, Limits, Status, Task, Verdict, content_id
+from verifiers.taxonomy import category_of
+
+_REGISTRY: dict[str, tuple[str, str]] = {
+    # domain: (dotted path "module:Class", pip extra / install hint)
+    "rtl": ("verifiers.rtl.verifier:RtlVerifier", "bash infra/install-toolchains.sh rtl"),
+}
+_INSTANCES: dict[str, Verifier] = {}
+
+
+class VerifierUnavailable(RuntimeError):
+    """The domain's verifier cannot be imported here; the message says what to install."""
+
+
+def register(domain: str, dotted: str, install: str, *, overwrite: bool = False) -> None:
+    if domain in _REGISTRY and not overwrite and _REGISTRY[domain][0] != dotted:
+        raise ValueError(f"domain {domain!r} is already registered to {_REGISTRY[domain][0]}")
+    _REGISTRY[domain] = (dotted, install)
+    _INSTANCES.pop(domain, None)
+
+
+def known_domains() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_verifier(domain: str) -> Verifier:
+    if domain in _INSTANCES:
+        return _INSTANCES[domain]
+    if domain not in _REGISTRY:
+        raise VerifierUnavailable(
+            f"no verifier for domain {domain!r}; known: {', '.join(known_domains())}"
+        )
+    dotted, install = _REGISTRY[domain]
+    module_name, _, cls_name = dotted.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+    except ImportError as e:
+        raise VerifierUnavailable(
+            f"the {domain} verifier cannot be imported ({type(e).__name__}: {e}); "
+            f"install it with: {install}"
+        ) from None
+    _INSTANCES[domain] = cls()
+    return _INSTANCES[domain]
+
+
+def verify(task: Task, code: Any, limits: Limits | None = None) -> Verdict:
+    """Verify with the task's domain verifier; an unimportable domain is `infra_error`."""
+    try:
+        verifier = get_verifier(task.domain)
+    except VerifierUnavailable as e:
+        text = code if isinstance(code, str) else repr(code)
+        return Verdict(
+            candidate_id=content_id(task.task_id, text),
+            task_id=task.task_id,
+            domain=task.domain,
+            verifier=f"{task.domain}:unavailable",
+            verifier_version="0",
+            status=Status.INFRA_ERROR,
+            checks=(Check("import", False, 0.0, str(e)),),
+            feedback=str(e),
+            category=category_of("tool_missing"),
+            code="tool_missing",
+        )
+    return verifier.verify(task, code, limits)

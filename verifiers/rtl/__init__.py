@@ -1,0 +1,1 @@
+"""The chip-design (Verilog / SystemVerilog) domain: node resource `eda`."""

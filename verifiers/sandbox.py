@@ -1,0 +1,280 @@
+"""The sandbox every candidate-touching tool run goes through.
+
+bubblewrap with every namespace unshared (no network), the system read-only, a private
+writable work dir bound at /work, a tmpfs /tmp, an unprivileged uid (rlimits on processes
+are ignored for root), rlimits on memory / CPU / processes / file size (set by `prlimit`,
+not a `preexec_fn`, which is unsafe in threaded callers such as Ray workers), a wall-clock
+timeout that kills the whole process group (the pid namespace takes every descendant with
+it), and stdout/stderr read while running and capped: a flood is stopped, not buffered.
+
+If the sandbox cannot be set up the caller gets `SandboxUnavailable`, never an unconfined
+run; running unconfined takes an explicit `Limits(unconfined=True)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifiers.contract import Limits
+
+SANDBOX_UID = 65534  # nobody
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+INSTALL_HINT = "apt-get install -y bubblewrap util-linux"
+# Read-only system dirs bound into the sandbox when they exist. /etc is not bound whole
+# (it may hold secrets); tools here need only the loader cache and the alternatives links.
+_RO_SYSTEM = ("/usr", "/etc/alternatives", "/etc/ld.so.cache", "/opt/verilator")
+_SYMLINKS = (
+    ("usr/bin", "/bin"),
+    ("usr/sbin", "/sbin"),
+    ("usr/lib", "/lib"),
+    ("usr/lib64", "/lib64"),
+    ("usr/lib32", "/lib32"),
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot be set up on this machine; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    output_capped: bool = False  # a stream exceeded Limits.output_bytes; the run was stopped
+    signal: int | None = None  # the signal that ended the command, if one did
+
+    @property
+    def limit_hit(self) -> str | None:
+        """Which limit ended the run: taxonomy code or None."""
+        if self.timed_out:
+            return "timeout"
+        if self.output_capped:
+            return "output_limit"
+        if self.signal == signal.SIGXCPU:
+            return "cpu_limit"
+        if self.signal == signal.SIGXFSZ:
+            return "file_size_limit"
+        if self.returncode != 0 and _looks_oom(self.stderr):
+            return "memory_limit"
+        return None
+
+
+def _looks_oom(stderr: str) -> bool:
+    tail = stderr[-2000:].lower()
+    return any(s in tail for s in ("out of memory", "bad_alloc", "cannot allocate memory"))
+
+
+class Sandbox:
+    """Runs argv inside the sandbox with the given limits. Reusable and thread-safe."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._drop_uid = os.geteuid() == 0
+        if not limits.unconfined:
+            _probe(self._drop_uid)
+
+    def prepare_workdir(self, path: Path) -> Path:
+        """Make `path` the sandbox's private writable dir (owned by the sandbox uid)."""
+        path.mkdir(parents=True, exist_ok=True)
+        if self._drop_uid:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        return path
+
+    def run(
+        self,
+        argv: Sequence[str],
+        workdir: Path,
+        *,
+        timeout_s: float | None = None,
+        ro_binds: Sequence[tuple[str, str]] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        lim = self.limits
+        timeout = lim.timeout_s if timeout_s is None else timeout_s
+        cmd = self._prlimit() + (
+            list(argv) if lim.unconfined else self._bwrap(workdir, ro_binds, env) + list(argv)
+        )
+        run_env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(workdir)}
+        if lim.unconfined and env:
+            run_env.update(env)
+        return _run_capped(
+            cmd,
+            cwd=workdir,
+            env=run_env,
+            timeout_s=timeout,
+            cap=lim.output_bytes,
+            uid=SANDBOX_UID if self._drop_uid else None,
+        )
+
+    def _prlimit(self) -> list[str]:
+        lim = self.limits
+        cmd = [
+            "prlimit",
+            f"--as={lim.memory_mb * 1024 * 1024}",
+            f"--cpu={lim.cpu_s}:{lim.cpu_s + 1}",  # soft limit sends SIGXCPU first
+            f"--fsize={lim.fsize_mb * 1024 * 1024}",
+            "--core=0",
+        ]
+        if self._drop_uid:  # RLIMIT_NPROC counts per uid: only meaningful for our own uid
+            cmd.append(f"--nproc={lim.nproc}")
+        return [*cmd, "--"]
+
+    @staticmethod
+    def _bwrap(
+        workdir: Path, ro_binds: Sequence[tuple[str, str]], env: Mapping[str, str] | None
+    ) -> list[str]:
+        cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+        for src in _RO_SYSTEM:
+            if os.path.exists(src):
+                cmd += ["--ro-bind", src, src]
+        for target, link in _SYMLINKS:
+            if os.path.exists("/" + target):
+                cmd += ["--symlink", target, link]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for src, dst in ro_binds:
+            cmd += ["--ro-bind", src, dst]
+        cmd += ["--bind", str(workdir), "/work", "--chdir", "/work"]
+        merged = {"PATH": SANDBOX_PATH, "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+        merged.update(env or {})
+        for k, v in merged.items():
+            cmd += ["--setenv", k, v]
+        return cmd
+
+
+_probed: dict[bool, str | None] = {}
+
+
+def _probe(drop_uid: bool) -> None:
+    """Start one empty sandbox; raise SandboxUnavailable with the fix if that fails."""
+    if drop_uid not in _probed:
+        _probed[drop_uid] = _probe_once(drop_uid)
+    if _probed[drop_uid]:
+        raise SandboxUnavailable(_probed[drop_uid])
+
+
+def _probe_once(drop_uid: bool) -> str | None:
+    for tool in ("bwrap", "prlimit"):
+        if shutil.which(tool) is None:
+            return (
+                f"the sandbox needs `{tool}`, which is not installed: {INSTALL_HINT} "
+                "(or opt out of the sandbox explicitly with --unconfined, unsafe)"
+            )
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    probe_dir = tmp / f"crucible-sandbox-probe-{os.getpid()}"
+    try:
+        probe_dir.mkdir(exist_ok=True)
+        if drop_uid:
+            os.chown(probe_dir, SANDBOX_UID, SANDBOX_UID)
+        cmd = [*Sandbox._bwrap(probe_dir, (), None), "/bin/sh", "-c", "echo ok > probe"]
+        res = _run_capped(
+            cmd,
+            cwd=probe_dir,
+            env={"PATH": SANDBOX_PATH},
+            timeout_s=10,
+            cap=65536,
+            uid=SANDBOX_UID if drop_uid else None,
+        )
+        if res.returncode != 0 or not (probe_dir / "probe").exists():
+            return (
+                "bubblewrap could not start a sandbox "
+                f"(exit {res.returncode}: {res.stderr.strip()[:300]}). Unprivileged user "
+                "namespaces must be enabled (sysctl kernel.unprivileged_userns_clone=1, "
+                "user.max_user_namespaces>0). To run candidates without a sandbox (unsafe), "
+                "opt out explicitly with --unconfined."
+            )
+        return None
+    finally:
+        shutil.rmtree(probe_dir, ignore_errors=True)
+
+
+def _run_capped(
+    cmd: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    cap: int,
+    uid: int | None,
+) -> RunResult:
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, killed whole on timeout
+        user=uid,
+        group=uid,
+        extra_groups=[] if uid is not None else None,
+    )
+    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    sel = selectors.DefaultSelector()
+    for stream in bufs:
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ)
+    deadline = start + timeout_s
+    timed_out = capped = False
+    open_streams = 2
+    while open_streams:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            timed_out = True
+            break
+        for key, _ in sel.select(min(remaining, 1.0)):
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                open_streams -= 1
+                continue
+            buf = bufs[key.fileobj]
+            buf += chunk[: max(0, cap - len(buf))]
+            if len(chunk) and len(buf) >= cap:
+                capped = True
+        if capped:
+            break
+    if timed_out or capped:
+        _kill_group(proc)
+    try:
+        proc.wait(timeout=max(0.1, deadline - time.perf_counter()))
+    except subprocess.TimeoutExpired:  # closed its pipes but kept running
+        timed_out = True
+        _kill_group(proc)
+        proc.wait()
+    sel.close()
+    for stream in bufs:
+        stream.close()
+    seconds = time.perf_counter() - start
+    rc = proc.returncode
+    sig = -rc if rc < 0 else (rc - 128 if rc > 128 else None)
+    return RunResult(
+        returncode=rc,
+        stdout=bufs_text(bufs[proc.stdout]),
+        stderr=bufs_text(bufs[proc.stderr]),
+        seconds=seconds,
+        timed_out=timed_out,
+        output_capped=capped and not timed_out,
+        signal=sig,
+    )
+
+
+def bufs_text(buf: bytearray) -> str:
+    return buf.decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)

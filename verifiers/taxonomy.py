@@ -1,0 +1,68 @@
+"""The error taxonomy: stable snake_case codes, each in one category.
+
+Defined once here; `sql/error_taxonomy.sql` groups by the same strings and
+`tests/verifiers/test_taxonomy.py` checks the two agree.
+"""
+
+from __future__ import annotations
+
+SYNTAX = "syntax"
+API = "api"
+FUNCTIONAL = "functional"
+FORMAT = "format"
+PERFORMANCE = "performance"
+TIMEOUT = "timeout"
+RESOURCE = "resource"
+INFRA = "infra"
+CATEGORIES = (SYNTAX, API, FUNCTIONAL, FORMAT, PERFORMANCE, TIMEOUT, RESOURCE, INFRA)
+
+# code -> (category, one-line meaning)
+CODES: dict[str, tuple[str, str]] = {
+    # syntax: the code does not compile / elaborate
+    "malformed_literal": (SYNTAX, "a number literal with digits its base does not allow"),
+    "port_mismatch": (SYNTAX, "a port required by the interface is missing, extra or misnamed"),
+    "width_mismatch": (SYNTAX, "a port or expression has a width other than the interface's"),
+    "undeclared_identifier": (SYNTAX, "a name used but never declared"),
+    "syntax_error": (SYNTAX, "the parser rejected the text"),
+    "unknown_module": (SYNTAX, "an instantiated module is defined nowhere"),
+    "compile_error": (SYNTAX, "the compiler failed for another reason"),
+    "unsynthesizable": (SYNTAX, "simulates but does not synthesize to hardware"),
+    # api: wrong use of a library / toolchain API
+    "undefined_symbol": (API, "a function, task or symbol the toolchain does not provide"),
+    # functional: runs, but computes the wrong thing
+    "sim_mismatch": (FUNCTIONAL, "outputs differ from the reference model in simulation"),
+    "equivalence_counterexample": (FUNCTIONAL, "formal check found inputs where it differs"),
+    "no_testbench_report": (FUNCTIONAL, "the simulation ended without the testbench's report"),
+    "sim_runtime_error": (FUNCTIONAL, "the simulator stopped with an error"),
+    "testbench_tampering": (FUNCTIONAL, "reaches into the testbench or the simulation control"),
+    "forbidden_system_task": (FUNCTIONAL, "calls a system task a design under test may not use"),
+    # format: no usable code
+    "empty_code": (FORMAT, "the candidate is empty"),
+    "not_text": (FORMAT, "the candidate is not UTF-8 text"),
+    "code_too_large": (FORMAT, "the candidate exceeds the size limit"),
+    "missing_entry_point": (FORMAT, "the required module / function is not defined"),
+    # performance
+    "slow": (PERFORMANCE, "correct but below the task's speed bar"),
+    "copies_input": (PERFORMANCE, "the output is a copy of the input"),
+    # timeout / resource
+    "sim_timeout": (TIMEOUT, "the simulation did not finish in the wall-clock limit"),
+    "tool_timeout": (TIMEOUT, "a tool run did not finish in the wall-clock limit"),
+    "output_limit": (RESOURCE, "printed more than the output cap"),
+    "memory_limit": (RESOURCE, "exceeded the memory limit"),
+    "cpu_limit": (RESOURCE, "exceeded the CPU-time limit"),
+    "file_size_limit": (RESOURCE, "wrote a file larger than the limit"),
+    # infra: never the candidate's fault
+    "tool_missing": (INFRA, "a required tool is not installed"),
+    "sandbox_unavailable": (INFRA, "the sandbox could not be set up"),
+    "tool_crash": (INFRA, "a tool crashed on input it should handle"),
+    "harness_error": (INFRA, "the task's own harness is broken"),
+}
+
+
+def category_of(code: str) -> str:
+    try:
+        return CODES[code][0]
+    except KeyError:
+        raise ValueError(
+            f"unknown taxonomy code {code!r}; add it to verifiers/taxonomy.py"
+        ) from None
