@@ -1,0 +1,102 @@
+"""Keeping the lake fast and small: compaction, checkpoints, vacuum.
+
+Every batch commit adds a file per partition; compaction rewrites them into few large files
+(the FACTS run: 1,000 files into 1 in 0.16 s). Vacuum then deletes files no version within
+the retention window still references, plus data files and blob temp files that killed
+writers left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from lake.schema import TABLES, spec
+from lake.store import ARTIFACTS, Lake
+
+log = logging.getLogger(__name__)
+
+# Delta's own default for deletedFileRetentionDuration: readers of a version older than
+# this may fail once vacuum ran, so going below it must be deliberate.
+DEFAULT_RETENTION_HOURS = 168
+
+
+def _tables(table: str | None) -> list[str]:
+    return [spec(table).name] if table else list(TABLES)
+
+
+def compact(lake: Lake, table: str | None = None) -> dict[str, dict[str, Any]]:
+    """Bin-pack small files of one table (or all) and write a checkpoint; metrics per table."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in _tables(table):
+        dt = lake.table(name)
+        started = time.perf_counter()
+        metrics = dt.optimize.compact()
+        # A checkpoint lets the next open read one Parquet file instead of replaying the log.
+        dt.create_checkpoint()
+        metrics["seconds"] = time.perf_counter() - started
+        out[name] = metrics
+        log.info(
+            "compacted %s: %s files removed, %s added in %.2fs",
+            name,
+            metrics.get("numFilesRemoved"),
+            metrics.get("numFilesAdded"),
+            metrics["seconds"],
+        )
+    return out
+
+
+def vacuum(
+    lake: Lake,
+    retention_hours: int = DEFAULT_RETENTION_HOURS,
+    *,
+    table: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    full: bool = True,
+) -> dict[str, list[str]]:
+    """Delete files unreferenced for `retention_hours`; the paths removed per table.
+
+    Below the 168 h default, a reader still on an older version can lose its files: that
+    takes `force=True`. `full` also deletes data files no commit ever referenced (a writer
+    killed between writing its Parquet and committing leaves those); it lists every file,
+    which is cheap locally and slow on an object store.
+    """
+    if retention_hours < DEFAULT_RETENTION_HOURS and not force:
+        raise ValueError(
+            f"retention_hours={retention_hours} is below Delta's {DEFAULT_RETENTION_HOURS} h "
+            "safety window: readers of older versions may break; pass force=True if none run"
+        )
+    out: dict[str, list[str]] = {}
+    for name in _tables(table):
+        removed = lake.table(name).vacuum(
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            enforce_retention_duration=not force,
+            full=full,
+        )
+        out[name] = list(removed)
+        log.info("vacuum %s: %d files %s", name, len(removed), "found" if dry_run else "removed")
+    if table is None:
+        out[ARTIFACTS] = _sweep_blob_temps(lake, retention_hours, dry_run)
+    return out
+
+
+def _sweep_blob_temps(lake: Lake, retention_hours: int, dry_run: bool) -> list[str]:
+    """Temp files of blob writes that were killed before their rename."""
+    cutoff = time.time() - retention_hours * 3600
+    removed: list[str] = []
+    base = lake.root / ARTIFACTS
+    if not base.is_dir():
+        return removed
+    for tmp in base.glob("*/.*.tmp"):
+        try:
+            if tmp.stat().st_mtime < cutoff:
+                if not dry_run:
+                    tmp.unlink()
+                removed.append(str(Path(tmp).relative_to(lake.root)))
+        except FileNotFoundError:
+            continue  # another vacuum or the writer itself got there first
+    return removed

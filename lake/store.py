@@ -1,0 +1,296 @@
+"""The lake root: its Delta tables and its content-addressed artifact blobs.
+
+Opening a `Lake` validates the root once, up front, so a wrong `--lake` path fails with
+what to do about it instead of a Rust backtrace in the middle of a stage.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from lake.schema import TABLES, artifact_path, spec
+
+log = logging.getLogger(__name__)
+
+MARKER = "_crucible_lake.json"
+LAKE_FORMAT = 1
+# Tables and blobs live in separate subtrees: a Delta `vacuum(full=True)` deletes every file
+# under a table directory that no commit references, so blobs inside the `artifacts` table
+# directory would be wiped.
+TABLES_DIR = "tables"
+ARTIFACTS = "artifacts"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class LakeError(Exception):
+    """The lake cannot be used as it is; the message says what to do."""
+
+
+def first_line(exc: BaseException) -> str:
+    # delta-rs appends a Rust backtrace to its messages; the first line is the useful part.
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Lake:
+    """A lake root: one Delta table per record kind under `tables/`, blobs under
+    `artifacts/<sha[:2]>/<sha>`, and a `_crucible_lake.json` marker.
+
+    Only local paths for now. Table locations are kept as URI strings and
+    `storage_options` is passed through to delta-rs so that object-store roots only need
+    the validation and blob store to learn their scheme.
+
+    `readonly=True` opens an existing lake without creating or probing anything, so a
+    lake on a read-only mount (an archived snapshot) can still be queried.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, readonly: bool = False) -> None:
+        text = os.fspath(root)
+        if "://" in text and not text.startswith("file://"):
+            raise LakeError(
+                f"lake root {text!r}: object-store URLs are not supported yet; "
+                "use a local directory (a shared mount works on a cluster)"
+            )
+        self.root = Path(text.removeprefix("file://")).expanduser().absolute()
+        self.storage_options: dict[str, str] | None = None
+        self.readonly = readonly
+        self._open()
+
+    def __repr__(self) -> str:
+        ro = ", readonly=True" if self.readonly else ""
+        return f"Lake({str(self.root)!r}{ro})"
+
+    # --- opening ---------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self._prepare_root()
+        if not self.readonly:
+            self._check_writable()
+        self._check_marker()
+        absent = [n for n in TABLES if _is_absent(self.table_path(n))]
+        if absent and not self.readonly:
+            # Two processes creating one table both commit a CREATE (version 0 and 1): take
+            # turns, and the second finds the table made.
+            with open(self.root / ".create.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                for name in absent:
+                    if _is_absent(self.table_path(name)):
+                        self._create_table(name)
+        for name in TABLES:
+            self._open_table(name)
+
+    def _prepare_root(self) -> None:
+        root = self.root
+        if root.exists() and not root.is_dir():
+            raise LakeError(
+                f"lake root {root} is a file, not a directory: pass a directory path "
+                "(it is created if absent)"
+            )
+        if self.readonly:
+            if not root.is_dir():
+                raise LakeError(f"no lake at {root}: a read-only open needs an existing lake")
+            return
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except NotADirectoryError:
+            raise LakeError(
+                f"cannot create lake root {root}: a parent of it is a file, not a directory; "
+                "pass a path under a directory"
+            ) from None
+        except OSError as exc:
+            raise LakeError(
+                f"cannot create lake root {root}: {exc.strerror or exc}; create it yourself "
+                "with write permission or pass a writable path"
+            ) from None
+
+    def _check_writable(self) -> None:
+        # os.access() answers for the real uid and says yes to root on directories root still
+        # cannot write (immutable, read-only bind mounts): only an actual write tells.
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=self.root)
+        except OSError as exc:
+            hint = "it is on a read-only file system" if exc.errno == errno.EROFS else ""
+            raise LakeError(
+                f"lake root {self.root} is not writable ({exc.strerror or exc}"
+                f"{'; ' + hint if hint else ''}): fix its permissions or pass another path"
+            ) from None
+        os.close(fd)
+        os.unlink(probe)
+
+    def _check_marker(self) -> None:
+        marker = self.root / MARKER
+        if marker.exists():
+            try:
+                fmt = json.loads(marker.read_text())["format"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise LakeError(
+                    f"{marker} is unreadable ({first_line(exc)}): restore it as "
+                    f'{{"format": {LAKE_FORMAT}}} if {self.root} is a Crucible lake'
+                ) from None
+            if fmt != LAKE_FORMAT:
+                raise LakeError(
+                    f"lake {self.root} has format {fmt}; this Crucible reads format "
+                    f"{LAKE_FORMAT}: use the matching Crucible version"
+                )
+            return
+        if self.readonly:
+            raise LakeError(f"{self.root} is not a Crucible lake (no {MARKER})")
+        known = {TABLES_DIR, ARTIFACTS}
+        foreign = sorted(
+            p.name for p in self.root.iterdir() if p.name not in known and p.name[0] != "."
+        )
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise LakeError(
+                f"{self.root} is not empty and not a Crucible lake (no {MARKER}; holds "
+                f"{shown}): pass a new or empty directory"
+            )
+        tmp = self.root / f".{MARKER}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"format": LAKE_FORMAT}) + "\n")
+        os.replace(tmp, marker)
+
+    def _open_table(self, name: str) -> None:
+        path = self.table_path(name)
+        if _is_absent(path):
+            raise LakeError(
+                f"lake {self.root} has no table {name!r}; open it writable once to "
+                "create the missing tables"
+            )
+        if not path.is_dir():
+            raise LakeError(
+                f"table {name!r} of lake {self.root}: {path} is a file, not a Delta table "
+                "directory; move it aside"
+            )
+        dt = self._load(name)
+        have = set(dt.schema().to_arrow().names)
+        missing = [c for c in spec(name).columns if c not in have]
+        if missing:
+            raise LakeError(
+                f"table {name!r} at {path} lacks columns {missing}: it was written by another "
+                "Crucible version; migrate it or use a new lake"
+            )
+
+    def _load(self, name: str) -> DeltaTable:
+        path = self.table_path(name)
+        try:
+            return DeltaTable(self.table_uri(name), storage_options=self.storage_options)
+        except TableNotFoundError as exc:
+            raise LakeError(
+                f"table {name!r} at {path} is not a Delta table ({first_line(exc)}): "
+                "its _delta_log is missing or empty; move the directory aside and re-run "
+                "the stages that write it"
+            ) from None
+        except (DeltaError, OSError) as exc:
+            raise LakeError(
+                f"table {name!r} at {path} is corrupt ({first_line(exc)}): restore "
+                "_delta_log from a backup, or move the table aside and re-run the stages "
+                "that write it"
+            ) from None
+
+    def _create_table(self, name: str) -> None:
+        s = spec(name)
+        try:
+            DeltaTable.create(
+                self.table_uri(name),
+                s.schema,
+                mode="error",
+                partition_by=list(s.partition_by) or None,
+                name=name,
+                storage_options=self.storage_options,
+            )
+            log.info("created table %s in %s", name, self.root)
+        except (DeltaError, OSError) as exc:
+            # Another process opening the same new lake may have created it first.
+            if DeltaTable.is_deltatable(self.table_uri(name), self.storage_options):
+                return
+            raise LakeError(
+                f"cannot create table {name!r} in {self.root}: {first_line(exc)}"
+            ) from None
+
+    # --- tables ----------------------------------------------------------------------
+
+    def table_path(self, name: str) -> Path:
+        return self.root / TABLES_DIR / spec(name).name  # an unknown name lists the known
+
+    def table_uri(self, name: str) -> str:
+        return str(self.table_path(name))
+
+    def table(self, name: str) -> DeltaTable:
+        """The table at its latest version (a fresh snapshot on every call)."""
+        return self._load(name)
+
+    def version(self, name: str) -> int:
+        return self.table(name).version()
+
+    def versions(self) -> dict[str, int]:
+        """Every table's version: what a run records as lake versions read / written."""
+        return {name: self.version(name) for name in TABLES}
+
+    # --- artifacts -------------------------------------------------------------------
+
+    def artifact_file(self, sha256: str) -> Path:
+        if not _SHA256.fullmatch(sha256):
+            raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+        return self.root / artifact_path(sha256)
+
+    def has_artifact(self, sha256: str) -> bool:
+        return self.artifact_file(sha256).exists()
+
+    def put_artifact(self, data: bytes) -> str:
+        """Store a blob under its sha256 (once) and return the digest."""
+        if self.readonly:
+            raise LakeError(f"lake {self.root} was opened read-only: cannot store artifacts")
+        sha = hashlib.sha256(data).hexdigest()
+        dest = self.artifact_file(sha)
+        if dest.exists():
+            return sha
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # Temp file in the same directory + rename: readers never see a partial blob, and
+        # two writers of the same blob both end with identical content.
+        fd, tmp = tempfile.mkstemp(prefix=f".{sha}.", suffix=".tmp", dir=dest.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return sha
+
+    def read_artifact(self, sha256: str) -> bytes:
+        path = self.artifact_file(sha256)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise LakeError(f"artifact {sha256} is not in lake {self.root}") from None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise LakeError(f"artifact {path} is damaged (content does not match its sha256)")
+        return data
+
+
+def _is_absent(path: Path) -> bool:
+    """No table yet: no directory, or only what a crashed create left (an empty log)."""
+    if not path.exists():
+        return True
+    if not path.is_dir():
+        return False
+    entries = list(path.iterdir())
+    if not entries:
+        return True
+    return (
+        len(entries) == 1
+        and entries[0].name == "_delta_log"
+        and entries[0].is_dir()
+        and not any(entries[0].iterdir())
+    )
