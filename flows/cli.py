@@ -284,6 +284,7 @@ def import_verilogeval(
 ) -> None:
     """Import a VerilogEval-layout benchmark directory as rtl tasks (then run them with
     `crucible run --tasks DEST`)."""
+    from verifiers.rtl.importer import ImportProblems
     from verifiers.rtl.importer import import_verilogeval as do_import
 
     con = render.console()
@@ -291,10 +292,19 @@ def import_verilogeval(
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
-    report = do_import(src, dest / "rtl", split=split, source=source)
-    for line in report.lines():
-        con.print(line)
-    if report.errors:
+    try:
+        imported, errors = do_import(src, dest / "rtl", split=split, source=source), []
+    except ImportProblems as e:
+        imported, errors = e.imported, e.errors
+    for path in imported:
+        con.print(f"imported {path}")
+    for err in errors:
+        con.print(f"[bold red]skipped[/] {err}")
+    con.print(
+        f"{len(imported)} imported into {dest / 'rtl'} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest}"
+    )
+    if errors:
         raise typer.Exit(1)
 
 

@@ -179,7 +179,7 @@ def load_tasks(lake: Lake, task_ids: list[str]) -> dict[str, Task]:
             con.execute(
                 "SELECT * FROM tasks WHERE task_id IN (SELECT unnest($ids))", {"ids": task_ids}
             )
-            .fetch_arrow_table()
+            .to_arrow_table()
             .to_pylist()
         )
     finally:

@@ -106,6 +106,7 @@ class Context:
     state: dict[str, Any] = field(default_factory=dict)  # what one gate leaves for the next
 
     trace: list[dict[str, Any]] | None = None  # set by Verifier.trace: every run's argv
+    gate: str = ""  # the gate now running
 
     def run(self, argv: list[str], *, timeout_s: float | None = None) -> RunResult:
         res = self.sandbox.run(argv, self.workdir, timeout_s=timeout_s)
@@ -113,6 +114,7 @@ class Context:
         if self.trace is not None:
             self.trace.append(
                 {
+                    "gate": self.gate,
                     "workdir": str(self.workdir),
                     "argv": list(argv),
                     "seconds": res.seconds,
@@ -236,6 +238,7 @@ class Verifier:
             if gate not in wanted:
                 continue
             t0 = time.perf_counter()
+            ctx.gate = gate
             try:
                 detail = getattr(self, f"gate_{gate}")(ctx)
             except GateFail as f:

@@ -14,7 +14,7 @@ from ray_actors import cluster
 from ray_actors.verify import PoolSettings
 
 CATALOG = Path(__file__).resolve().parents[2] / "tasks"
-NAMES = ("mux4", "counter_updown8", "seq_detect_1011")
+NAMES = ("mux4", "updown_counter8", "seq_det_1011_mealy")
 
 
 @pytest.fixture(scope="module")

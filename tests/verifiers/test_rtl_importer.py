@@ -1,0 +1,230 @@
+"""The VerilogEval importer on three problems written in VerilogEval's own layout."""
+
+from __future__ import annotations
+
+import filecmp
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from verifiers.rtl.hdl import REPORT_TOKEN, rename_modules, rename_reference
+from verifiers.rtl.importer import (
+    ImportProblems,
+    PortParseError,
+    import_verilogeval,
+    ports_from_header,
+    prefix_results,
+)
+from verifiers.rtl.ports import read_ports
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "verilogeval"
+PROBLEMS = ("Prob010_mux2w8", "Prob020_count10", "Prob030_dff8ar")
+SUMMARY = re.compile(re.escape(REPORT_TOKEN) + r" Mismatches: (\d+) in (\d+) samples")
+
+needs_iverilog = pytest.mark.skipif(
+    shutil.which("iverilog") is None, reason="install iverilog: apt-get install iverilog"
+)
+needs_yosys = pytest.mark.skipif(
+    shutil.which("yosys") is None, reason="install yosys: apt-get install yosys"
+)
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> Path:
+    dest = tmp_path / "tasks"
+    done = import_verilogeval(FIXTURES, dest)
+    assert [p.name for p in done] == list(PROBLEMS)
+    return dest
+
+
+def _spec(task_dir: Path) -> dict:
+    return tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
+
+
+def test_files_and_fields(imported: Path):
+    for name in PROBLEMS:
+        task_dir = imported / name
+        assert sorted(p.name for p in task_dir.iterdir()) == ["ref.sv", "task.toml", "tb.sv"]
+        spec = _spec(task_dir)
+        assert spec["name"] == name
+        assert (spec["family"], spec["level"], spec["split"], spec["source"]) == (
+            "imported",
+            2,
+            "holdout",
+            "verilogeval",
+        )
+        prompt = (FIXTURES / f"{name}_prompt.txt").read_text(encoding="utf-8")
+        assert spec["requirement"] == prompt.rstrip() + "\n"
+        assert spec["interface"]["top"] == "TopModule"
+        assert spec["harness"]["ref_top"] == "RefModule"
+        assert spec["harness"]["reference"] == "ref.sv"
+        assert spec["harness"]["testbench"] == "tb.sv"
+        assert spec["platform"]["simulator"] == "iverilog -g2012"
+        ref = (FIXTURES / f"{name}_ref.sv").read_text(encoding="utf-8")
+        assert (task_dir / "ref.sv").read_text(encoding="utf-8") == ref
+
+
+def test_interfaces(imported: Path):
+    mux = _spec(imported / "Prob010_mux2w8")["interface"]
+    assert mux["kind"] == "combinational"
+    assert "clock" not in mux and "reset" not in mux
+    assert mux["ports"] == [
+        {"name": "a", "direction": "input", "width": 8},
+        {"name": "b", "direction": "input", "width": 8},
+        {"name": "sel", "direction": "input", "width": 1},
+        {"name": "out", "direction": "output", "width": 8},
+    ]
+    assert _spec(imported / "Prob010_mux2w8")["harness"]["equivalence"] == "comb"
+
+    count = _spec(imported / "Prob020_count10")
+    iface = count["interface"]
+    assert (iface["kind"], iface["clock"], iface["reset"]) == ("sequential", "clk", "reset")
+    assert (iface["reset_active"], iface["reset_sync"]) == ("high", True)
+    assert count["harness"]["equivalence"] == "seq"
+
+    dff = _spec(imported / "Prob030_dff8ar")["interface"]
+    assert (dff["reset"], dff["reset_active"], dff["reset_sync"]) == ("areset", "high", False)
+    assert [p["name"] for p in dff["ports"]] == ["clk", "d", "areset", "q"]
+
+
+def test_result_lines_are_token_prefixed(imported: Path):
+    for name in PROBLEMS:
+        tb = (imported / name / "tb.sv").read_text(encoding="utf-8")
+        assert f'$display("{REPORT_TOKEN} Mismatches: %1d in %1d samples"' in tb
+        assert f'$display("{REPORT_TOKEN} Hint: Output' in tb
+        assert '"Mismatches:' not in tb and '"Hint:' not in tb
+        # nothing else changed
+        original = (FIXTURES / f"{name}_test.sv").read_text(encoding="utf-8")
+        assert tb.replace(f"{REPORT_TOKEN} ", "") == original
+
+
+def test_prefixing_twice_changes_nothing():
+    text = '$display("Mismatches: %d", n); $fdisplay(f, "Hint: Output x");'
+    once = prefix_results(text)
+    assert once == (
+        f'$display("{REPORT_TOKEN} Mismatches: %d", n); '
+        f'$fdisplay(f, "{REPORT_TOKEN} Hint: Output x");'
+    )
+    assert prefix_results(once) == once
+
+
+def test_import_is_idempotent(imported: Path, tmp_path: Path):
+    again = tmp_path / "again"
+    import_verilogeval(FIXTURES, again)
+    import_verilogeval(FIXTURES, again)  # over itself
+    for name in PROBLEMS:
+        cmp = filecmp.dircmp(imported / name, again / name)
+        assert cmp.left_only == cmp.right_only == []
+        _, mismatch, errors = filecmp.cmpfiles(
+            imported / name, again / name, ["task.toml", "ref.sv", "tb.sv"], shallow=False
+        )
+        assert mismatch == errors == []
+
+
+def test_split_and_source_are_passed_through(tmp_path: Path):
+    done = import_verilogeval(FIXTURES, tmp_path, split="train", source="verilogeval-v2")
+    spec = _spec(done[0])
+    assert (spec["split"], spec["source"]) == ("train", "verilogeval-v2")
+    with pytest.raises(ValueError, match="split"):
+        import_verilogeval(FIXTURES, tmp_path, split="test")
+
+
+def test_incomplete_problem_is_skipped_and_named(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for path in FIXTURES.iterdir():
+        shutil.copy(path, src / path.name)
+    (src / "Prob020_count10_ref.sv").unlink()
+    (src / "Prob040_orphan_prompt.txt").write_text("only a prompt\n", encoding="utf-8")
+    with pytest.raises(ImportProblems) as info:
+        import_verilogeval(src, tmp_path / "out")
+    errors = info.value.errors
+    assert errors == [
+        "Prob020_count10: missing Prob020_count10_ref.sv",
+        "Prob040_orphan: missing Prob040_orphan_ref.sv, Prob040_orphan_test.sv",
+    ]
+    assert [p.name for p in info.value.imported] == ["Prob010_mux2w8", "Prob030_dff8ar"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "Prob010_mux2w8",
+        "Prob030_dff8ar",
+    ]
+
+
+@needs_yosys
+def test_header_parser_agrees_with_yosys():
+    for name in PROBLEMS:
+        ref = (FIXTURES / f"{name}_ref.sv").read_text(encoding="utf-8")
+        assert ports_from_header(ref, "RefModule") == read_ports(ref, "RefModule")
+
+
+def _simulate(task_dir: Path, candidate: str, work: Path) -> tuple[int, int]:
+    work.mkdir()
+    spec = _spec(task_dir)
+    ref = (task_dir / "ref.sv").read_text(encoding="utf-8")
+    (work / "tb.sv").write_text((task_dir / "tb.sv").read_text(encoding="utf-8"))
+    (work / "candidate.sv").write_text(candidate)
+    (work / "reference.sv").write_text(rename_reference(ref, spec["harness"]["ref_top"]))
+    subprocess.run(
+        ["iverilog", "-g2012", "-o", "sim.vvp", "tb.sv", "candidate.sv", "reference.sv"],
+        cwd=work,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    out = subprocess.run(
+        ["vvp", "-n", "sim.vvp"], cwd=work, capture_output=True, text=True, timeout=60
+    ).stdout
+    found = SUMMARY.findall(out)
+    assert len(found) == 1, out[-2000:]
+    return int(found[0][0]), int(found[0][1])
+
+
+WRONG = {
+    "Prob010_mux2w8": ("sel ? b : a", "sel ? a : b"),
+    "Prob020_count10": ("q == 9", "q == 10"),
+    "Prob030_dff8ar": ("posedge clk, posedge areset", "posedge clk"),
+}
+
+
+@needs_iverilog
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_imported_testbench_judges(imported: Path, tmp_path: Path, name: str):
+    task_dir = imported / name
+    ref = (task_dir / "ref.sv").read_text(encoding="utf-8")
+    right = rename_modules(ref, {"RefModule": "TopModule"})
+    mismatches, samples = _simulate(task_dir, right, tmp_path / "right")
+    assert mismatches == 0 and samples > 0
+
+    old, new = WRONG[name]
+    assert old in right
+    mismatches, _ = _simulate(task_dir, right.replace(old, new), tmp_path / "wrong")
+    assert mismatches > 0
+
+
+def test_header_parser_edge_cases():
+    header = """
+    module RefModule (  // a comment, with a comma
+      input clk,
+      input wire signed [7:0] a, b,
+      input [0:3] rev,
+      output logic [15:0] y,
+      output reg z
+    );
+    endmodule
+    """
+    assert ports_from_header(header, "RefModule") == [
+        {"name": "clk", "direction": "input", "width": 1},
+        {"name": "a", "direction": "input", "width": 8},
+        {"name": "b", "direction": "input", "width": 8},
+        {"name": "rev", "direction": "input", "width": 4},
+        {"name": "y", "direction": "output", "width": 16},
+        {"name": "z", "direction": "output", "width": 1},
+    ]
+    with pytest.raises(PortParseError, match="non-ANSI"):
+        ports_from_header("module RefModule(a, y); input a; output y; endmodule", "RefModule")
+    with pytest.raises(PortParseError, match="no ANSI header"):
+        ports_from_header("module Other(input a); endmodule", "RefModule")
