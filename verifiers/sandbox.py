@@ -26,7 +26,16 @@ from pathlib import Path
 
 from verifiers.contract import Limits
 
-SANDBOX_UID = 65534  # nobody
+# Candidates run as an unprivileged uid of their own per worker process: RLIMIT_NPROC
+# counts processes per uid, so one shared uid (e.g. nobody) would let concurrent workers
+# exhaust each other's process limit, and a fork bomb in one would fail the others.
+SANDBOX_UID_BASE = 200_000
+SANDBOX_UID_SPAN = 60_000
+
+
+def sandbox_uid(pid: int | None = None) -> int:
+    """The uid this process's sandboxes run as (stable for the process's life)."""
+    return SANDBOX_UID_BASE + (os.getpid() if pid is None else pid) % SANDBOX_UID_SPAN
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 INSTALL_HINT = "apt-get install -y bubblewrap util-linux"
 # Read-only system dirs bound into the sandbox when they exist. /etc is not bound whole
@@ -39,6 +48,12 @@ _SYMLINKS = (
     ("usr/lib64", "/lib64"),
     ("usr/lib32", "/lib32"),
 )
+
+
+# pid 1 of a pid namespace ignores every signal it has no handler for, so a tool running as
+# pid 1 (bwrap --as-pid-1) would shrug off SIGXCPU and SIGXFSZ: a shell stays pid 1 and runs
+# the tool as its child, whose death by signal it reports as 128+N.
+_PID1_SHELL = ("/bin/sh", "-c", '"$@"', "sh")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -82,6 +97,7 @@ class Sandbox:
     def __init__(self, limits: Limits):
         self.limits = limits
         self._drop_uid = os.geteuid() == 0
+        self.uid = sandbox_uid() if self._drop_uid else os.geteuid()
         if not limits.unconfined:
             _probe(self._drop_uid)
 
@@ -89,7 +105,7 @@ class Sandbox:
         """Make `path` the sandbox's private writable dir (owned by the sandbox uid)."""
         path.mkdir(parents=True, exist_ok=True)
         if self._drop_uid:
-            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+            os.chown(path, self.uid, self.uid)
         return path
 
     def run(
@@ -104,7 +120,9 @@ class Sandbox:
         lim = self.limits
         timeout = lim.timeout_s if timeout_s is None else timeout_s
         cmd = self._prlimit() + (
-            list(argv) if lim.unconfined else self._bwrap(workdir, ro_binds, env) + list(argv)
+            list(argv)
+            if lim.unconfined
+            else [*self._bwrap(workdir, ro_binds, env), *_PID1_SHELL, *argv]
         )
         run_env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(workdir)}
         if lim.unconfined and env:
@@ -115,7 +133,7 @@ class Sandbox:
             env=run_env,
             timeout_s=timeout,
             cap=lim.output_bytes,
-            uid=SANDBOX_UID if self._drop_uid else None,
+            uid=self.uid if self._drop_uid else None,
         )
 
     def _prlimit(self) -> list[str]:
@@ -136,6 +154,11 @@ class Sandbox:
         workdir: Path, ro_binds: Sequence[tuple[str, str]], env: Mapping[str, str] | None
     ) -> list[str]:
         cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+        # No bwrap reaper as pid 1: with it, every run leaves a zombie [bwrap] for the host's
+        # init to reap, and where that is slow (or absent, as in a container without an
+        # init) they pile up against the sandbox uid's process limit until bwrap can no
+        # longer fork. The command as pid 1 takes every process of the sandbox with it.
+        cmd.append("--as-pid-1")
         for src in _RO_SYSTEM:
             if os.path.exists(src):
                 cmd += ["--ro-bind", src, src]
@@ -176,7 +199,7 @@ def _probe_once(drop_uid: bool) -> str | None:
     try:
         probe_dir.mkdir(exist_ok=True)
         if drop_uid:
-            os.chown(probe_dir, SANDBOX_UID, SANDBOX_UID)
+            os.chown(probe_dir, sandbox_uid(), sandbox_uid())
         cmd = [*Sandbox._bwrap(probe_dir, (), None), "/bin/sh", "-c", "echo ok > probe"]
         res = _run_capped(
             cmd,
@@ -184,7 +207,7 @@ def _probe_once(drop_uid: bool) -> str | None:
             env={"PATH": SANDBOX_PATH},
             timeout_s=10,
             cap=65536,
-            uid=SANDBOX_UID if drop_uid else None,
+            uid=sandbox_uid() if drop_uid else None,
         )
         if res.returncode != 0 or not (probe_dir / "probe").exists():
             return (

@@ -109,7 +109,7 @@ def test_unusable_lake_path_stops_before_any_work(tmp_path):
 def test_corrupt_lake_stops_before_any_work(tmp_path):
     lake = tmp_path / "lake"
     Lake(lake)
-    log = sorted((lake / "verdicts" / "_delta_log").glob("*.json"))[-1]
+    log = sorted((lake / "tables" / "verdicts" / "_delta_log").glob("*.json"))[-1]
     log.write_text("{ this is not json")
     with pytest.raises(LakeError):
         run_main_job(JobSettings(lake=lake, task_roots=(_catalog_subset(tmp_path),)))

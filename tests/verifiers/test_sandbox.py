@@ -1,0 +1,124 @@
+"""The sandbox, tested by running real commands in it: what a candidate can and cannot do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from verifiers import sandbox as sandbox_mod
+from verifiers.contract import Limits
+from verifiers.sandbox import INSTALL_HINT, Sandbox, SandboxUnavailable, sandbox_uid
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None or shutil.which("prlimit") is None,
+    reason=f"needs bubblewrap and prlimit: {INSTALL_HINT}",
+)
+
+
+@pytest.fixture
+def box():
+    # a fresh dir straight under the temp root, like the verifier's: pytest's tmp_path sits
+    # below 0700 dirs that the sandbox uid cannot cross
+    with tempfile.TemporaryDirectory(prefix="crucible-sandbox-test-") as tmp:
+
+        def run(script: str, **limits):
+            sb = Sandbox(Limits(**limits))
+            work = sb.prepare_workdir(Path(tmp))
+            return sb.run(["/bin/sh", "-c", script], work), work
+
+        yield run
+
+
+def test_runs_as_an_unprivileged_uid(box):
+    res, _ = box("id -u")
+    assert res.returncode == 0
+    expected = sandbox_uid() if os.geteuid() == 0 else os.geteuid()
+    assert expected != 0
+    assert res.stdout.strip() == str(expected)
+
+
+def test_no_network_even_to_the_hosts_loopback(box):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        probe = (
+            "import socket; print(sorted(n for _, n in socket.if_nameindex())); "
+            f"socket.create_connection(('127.0.0.1', {port}), timeout=2)"
+        )
+        res, _ = box(f'python3 -c "{probe}"')
+    finally:
+        server.close()
+    assert res.returncode != 0
+    assert res.stdout.strip() == "['lo']"  # a private network namespace: loopback only
+    assert "Connection refused" in res.stderr or "unreachable" in res.stderr
+
+
+def test_system_is_read_only_and_only_work_persists(box, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    res, work = box(
+        "touch /usr/evil; echo usr=$?; "
+        f"touch {outside}/evil; echo outside=$?; "
+        "echo x > /tmp/scratch; echo x > /evil; "
+        "echo kept > /work/result; ls /etc"
+    )
+    assert "usr=1" in res.stdout
+    assert "outside=1" in res.stdout  # host paths outside the work dir are not there at all
+    assert not (outside / "evil").exists()
+    assert not Path("/evil").exists()
+    assert (work / "result").read_text() == "kept\n"
+    assert "passwd" not in res.stdout and "shadow" not in res.stdout  # /etc is not bound
+
+
+def test_timeout_kills_the_whole_process_group(box):
+    start = time.perf_counter()
+    res, work = box("(sleep 1.5; echo late > /work/marker) & sleep 30", timeout_s=0.5)
+    assert res.timed_out and res.limit_hit == "timeout"
+    assert time.perf_counter() - start < 5
+    time.sleep(2.0)  # the grandchild would have written its marker by now
+    assert not (work / "marker").exists()
+
+
+def test_output_is_capped_while_running(box):
+    res, _ = box("yes spam", output_bytes=4096, timeout_s=10)
+    assert res.output_capped and res.limit_hit == "output_limit"
+    assert len(res.stdout) <= 4096
+    assert res.seconds < 5
+
+
+def test_file_size_limit(box):
+    res, work = box("head -c 3000000 /dev/zero > /work/big", fsize_mb=1)
+    assert res.limit_hit == "file_size_limit"
+    assert (work / "big").stat().st_size <= 1024 * 1024
+
+
+def test_cpu_limit(box):
+    res, _ = box("while :; do :; done", cpu_s=1, timeout_s=20)
+    assert res.limit_hit == "cpu_limit"
+
+
+def test_sandbox_unavailable_without_bwrap(monkeypatch, tmp_path):
+    bin_dir = tmp_path / "bin"  # everything the sandbox needs but bwrap
+    bin_dir.mkdir()
+    (bin_dir / "prlimit").symlink_to(shutil.which("prlimit"))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr(sandbox_mod, "_probed", {})
+    with pytest.raises(SandboxUnavailable) as err:
+        Sandbox(Limits())
+    assert INSTALL_HINT in str(err.value) and "bwrap" in str(err.value)
+    Sandbox(Limits(unconfined=True))  # the explicit opt-out does not need it
+
+
+def test_runs_leave_no_processes_behind(box):
+    # each run used to leave a zombie bwrap that counted against the uid's process limit
+    for _ in range(24):
+        res, _ = box("(sleep 5 &); true", nproc=16)
+        assert res.returncode == 0, res.stderr

@@ -1,0 +1,351 @@
+"""Formal equivalence against the reference: the scripts, the miter, and reading results.
+
+Combinational: Yosys `miter -equiv` + `sat` (20-50 ms). `-ignore_gold_x` (the reference's
+X bits are don't-cares, as in the testbench) only when the reference writes an X literal:
+elsewhere it changes nothing and can cost seconds instead of milliseconds.
+
+Sequential: a Verilog miter (`crucible_miter`) drives the reference and the candidate with
+the same inputs, holds reset active in the first cycle (`crucible_init` starts at 0) and
+compares outputs from then on, so two designs with different state encodings that behave
+the same from reset are equivalent. Yosys turns it into an AIGER model (every flop
+zero-initialised; one frame per clock cycle when every flop is a posedge flop on the
+task's clock, otherwise `clk2fflogic` makes the clock an input), `yosys-abc` runs a short
+`bmc3` (short counterexamples for shallow bugs) and then `scorr; pdr` (deep bugs and
+proofs: a bug 200 cycles deep takes ~0.2 s where `sat -tempinduct` took minutes).
+
+A sequential counterexample is replayed in simulation (X semantics, as the testbench sees
+it) before it counts: one that does not reproduce (e.g. it needs a flop the reference never
+resets to start at a particular value) is reported as undecided, not as a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from verifiers.rtl.hdl import REF_TOP, strip_comments, strip_strings
+
+MITER = "crucible_miter"
+REPLAY = "crucible_replay"
+INIT = "crucible_init"
+P_GOLD, P_GATE, P_TRIG = "crucible_gold_", "crucible_gate_", "crucible_trig_"
+BMC_FRAMES = 24
+
+_X_LITERAL = re.compile(r"'\s*[sS]?[bBoOhHdD]?\s*[0-9a-fA-F_zZ?]*[xX]")
+
+
+def reference_has_x(reference: str) -> bool:
+    return bool(_X_LITERAL.search(strip_strings(strip_comments(reference))))
+
+
+# --- combinational ------------------------------------------------------------------------
+
+
+def comb_script(top: str, ignore_gold_x: bool, timeout_s: float) -> str:
+    gx = " -ignore_gold_x" if ignore_gold_x else ""
+    return "; ".join(
+        (
+            "read_verilog -sv ref.sv",
+            "read_verilog -sv cand.sv",
+            "proc",
+            # proc turns case tables into ROMs, which sat cannot import: map them to logic
+            "memory",
+            "opt_clean",
+            f"miter -equiv{gx} -flatten -make_outputs {REF_TOP} {top} crucible_comb",
+            "hierarchy -top crucible_comb",
+            f"sat -prove trigger 0 -show-inputs -show-outputs -timeout {max(1, int(timeout_s))}"
+            " crucible_comb",
+        )
+    )
+
+
+_SAT_ROW = re.compile(r"^\s*\\(?P<name>\S+)\s+(?P<dec>\S+)\s+(?P<hex>\S+)\s+(?P<bin>\S+)\s*$")
+
+
+@dataclass
+class Outcome:
+    verdict: str  # "proven" | "counterexample" | "unknown"
+    detail: str = ""
+    feedback: str = ""
+    depth: int | None = None
+
+
+def parse_sat(log: str, top_ports: Sequence[Mapping[str, Any]]) -> Outcome:
+    if "SAT proof finished - no model found: SUCCESS" in log:
+        return Outcome("proven", "combinational equivalence proven (yosys sat)")
+    if "SAT proof finished - model found: FAIL" not in log:
+        if "timeout" in log.lower() or "interrupted" in log.lower():
+            return Outcome("unknown", "sat solver timed out")
+        return Outcome("unknown", "sat gave no answer")
+    values: dict[str, str] = {}
+    for line in log.splitlines():
+        m = _SAT_ROW.match(line)
+        if m and m["name"] != "Signal":
+            values[m["name"]] = m["hex"]
+    inputs = [p["name"] for p in top_ports if p.get("direction") == "input"]
+    outputs = [p["name"] for p in top_ports if p.get("direction") == "output"]
+    shown_in = " ".join(f"{n}={values.get('in_' + n, '?')}" for n in inputs)
+    diffs = [
+        f"  output {n}: reference {values.get('gold_' + n, '?')}, candidate "
+        f"{values.get('gate_' + n, '?')}"
+        for n in outputs
+        if values.get("gold_" + n) != values.get("gate_" + n)
+    ]
+    fb = (
+        "Formal equivalence check (combinational): the candidate differs from the reference "
+        f"for inputs {shown_in} (hex):\n" + "\n".join(diffs)
+    )
+    return Outcome("counterexample", f"counterexample: {shown_in}", fb)
+
+
+# --- sequential ---------------------------------------------------------------------------
+
+
+def _rng(width: int) -> str:
+    return f"[{width - 1}:0] " if width > 1 else ""
+
+
+def seq_miter(interface: Mapping[str, Any]) -> str:
+    """The miter module: shared inputs, reset forced in the first cycle, one trigger output
+    per interface output (so ABC says which output differs)."""
+    top = interface["top"]
+    ports = list(interface.get("ports") or ())
+    clock, reset = interface.get("clock"), interface.get("reset")
+    active = "1'b0" if interface.get("reset_active", "high") == "low" else "1'b1"
+    ins = [p for p in ports if p["direction"] == "input"]
+    outs = [p for p in ports if p["direction"] == "output"]
+    decl = [f"input {_rng(p.get('width', 1))}{p['name']}" for p in ins]
+    decl += [f"output {P_TRIG}{p['name']}" for p in outs]
+    body = [f"module {MITER}(" + ", ".join(decl) + ");"]
+    body.append(f"  reg {INIT} = 1'b0;")
+    if clock:
+        body.append(f"  always @(posedge {clock}) {INIT} <= 1'b1;")
+    rst_net = {}
+    if reset and clock:
+        body.append(f"  wire crucible_rst = {INIT} ? {reset} : {active};")
+        rst_net[reset] = "crucible_rst"
+    for p in outs:
+        w = _rng(p.get("width", 1))
+        body.append(f"  wire {w}{P_GOLD}{p['name']};")
+        body.append(f"  wire {w}{P_GATE}{p['name']};")
+    for inst, mod, pre in (("gold", REF_TOP, P_GOLD), ("gate", top, P_GATE)):
+        conns = [f".{p['name']}({rst_net.get(p['name'], p['name'])})" for p in ins]
+        conns += [f".{p['name']}({pre}{p['name']})" for p in outs]
+        body.append(f"  {mod} {inst}(" + ", ".join(conns) + ");")
+    # compared only once reset has been applied; without a reset, from the first cycle.
+    # (g ^ c ^ g) !== g: the testbench's rule, an X of the reference is a don't-care in
+    # the replay; in synthesis there is no X and it is plain inequality.
+    gate_on = INIT if (reset and clock) else "1'b1"
+    for p in outs:
+        g, c = P_GOLD + p["name"], P_GATE + p["name"]
+        body.append(f"  assign {P_TRIG}{p['name']} = {gate_on} && (({g} ^ {c} ^ {g}) !== {g});")
+    body.append("endmodule")
+    return "\n".join(body) + "\n"
+
+
+def prep_script() -> str:
+    """Elaborate the miter to coarse cells and dump it as JSON, to see how it is clocked."""
+    return "; ".join(
+        (
+            "read_verilog -sv ref.sv",
+            "read_verilog -sv miter.sv",
+            "read_verilog -sv cand.sv",
+            f"hierarchy -check -top {MITER}",
+            "proc",
+            "flatten",
+            "opt_clean",
+            "memory",
+            "opt_clean",
+            "write_rtlil miter_pre.il",
+            "write_json miter_pre.json",
+        )
+    )
+
+
+_LATCHES = ("$dlatch", "$adlatch", "$dlatchsr", "$_DLATCH")
+
+
+def single_posedge_clock(netlist_json: str, clock: str | None) -> bool:
+    """Every flop is clocked on the rising edge of the task's clock port (and there is no
+    latch): then one AIGER frame is one clock cycle."""
+    mod = json.loads(netlist_json)["modules"][MITER]
+    clk_bits = mod["ports"].get(clock, {}).get("bits") if clock else None
+    for cell in mod["cells"].values():
+        kind = cell["type"]
+        if kind.startswith(_LATCHES) or kind == "$ff":
+            return False
+        if "CLK" in cell.get("connections", {}):
+            pol = str(cell.get("parameters", {}).get("CLK_POLARITY", "1"))
+            if cell["connections"]["CLK"] != clk_bits or not pol.endswith("1"):
+                return False
+    return True
+
+
+def aiger_script(cycle_frames: bool) -> str:
+    # techmap, not synth: ABC needs gates, not a good netlist (3x faster, same pdr time)
+    steps = ["read_rtlil miter_pre.il"]
+    if not cycle_frames:
+        steps.append("clk2fflogic")
+    steps += ["opt -fast", "techmap", "opt -fast"]
+    if cycle_frames:
+        steps.append("async2sync")
+    steps += [
+        "zinit -all",
+        "dffunmap",
+        "aigmap",
+        "setundef -zero",
+        "opt_clean",
+        "write_aiger -zinit -map miter.map miter.aig",
+    ]
+    return "; ".join(steps)
+
+
+def abc_bmc(timeout_s: float) -> str:
+    return (
+        f"read_aiger miter.aig; bmc3 -F {BMC_FRAMES} -T {max(1, int(timeout_s))}; "
+        "write_cex -n cex.txt"
+    )
+
+
+def abc_pdr(timeout_s: float) -> str:
+    # scorr first: it merges registers that provably agree (two encodings of one state), which
+    # leaves pdr a trivial miter where alone it must learn the whole encoding (a Gray-coded
+    # counter vs a binary one: >10 s without, 0.01 s with); it keeps the inputs, so a
+    # counterexample is still a trace of the original miter (and is replayed anyway).
+    return f"read_aiger miter.aig; scorr; pdr -T {max(1, int(timeout_s))}; write_cex -n cex.txt"
+
+
+_ASSERTED = re.compile(r"Output (\d+) of miter \S+ was asserted in frame (\d+)")
+
+
+def parse_abc(log: str) -> tuple[str, int | None, int | None]:
+    """("proven" | "counterexample" | "unknown", failing output index, frame)."""
+    m = _ASSERTED.search(log)
+    if m:
+        return "counterexample", int(m[1]), int(m[2])
+    if "Property proved" in log:
+        return "proven", None, None
+    return "unknown", None, None
+
+
+def read_map(map_text: str) -> tuple[dict[int, tuple[str, int]], list[str]]:
+    """AIGER input index -> (port, bit); output index -> trigger name."""
+    inputs: dict[int, tuple[str, int]] = {}
+    outputs: dict[int, str] = {}
+    for line in map_text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "input":
+            inputs[int(parts[1])] = (parts[3], int(parts[2]))
+        elif len(parts) == 4 and parts[0] == "output":
+            outputs[int(parts[1])] = parts[3]
+    return inputs, [outputs[k] for k in sorted(outputs)]
+
+
+def read_cex(cex_text: str, inputs: Mapping[int, tuple[str, int]]) -> list[dict[str, int]]:
+    """The input trace: one {port: value} per frame."""
+    frames: dict[int, dict[str, int]] = {}
+    for m in re.finditer(r"^pi(\d+)@(\d+)=([01])", cex_text, re.M):
+        idx, frame, bit = int(m[1]), int(m[2]), int(m[3])
+        if idx not in inputs:
+            continue
+        name, pos = inputs[idx]
+        values = frames.setdefault(frame, {})
+        values[name] = values.get(name, 0) | (bit << pos)
+    return [frames.get(k, {}) for k in range(max(frames) + 1)] if frames else []
+
+
+def replay_testbench(
+    interface: Mapping[str, Any],
+    trace: Sequence[Mapping[str, int]],
+    cycle_frames: bool,
+    token: str,
+) -> str:
+    """Drive the miter with the trace in simulation; print every frame's differences."""
+    ports = list(interface.get("ports") or ())
+    clock = interface.get("clock")
+    ins = [p for p in ports if p["direction"] == "input"]
+    outs = [p for p in ports if p["direction"] == "output"]
+    lines = [f"module {REPLAY};"]
+    for p in ins:
+        lines.append(f"  reg {_rng(p.get('width', 1))}{p['name']};")
+    for p in outs:
+        lines.append(f"  wire t_{p['name']};")
+    conns = [f".{p['name']}({p['name']})" for p in ins]
+    conns += [f".{P_TRIG}{p['name']}(t_{p['name']})" for p in outs]
+    lines.append(f"  {MITER} m(" + ", ".join(conns) + ");")
+    shown = [p for p in ins if p["name"] != clock]
+    fmt = " ".join(f"{p['name']}=%h" for p in shown)
+    args = "".join(f", {p['name']}" for p in shown)
+    lines.append("  task show(input integer f);")
+    lines.append("  begin")
+    for p in outs:
+        n = p["name"]
+        lines.append(
+            f"    if (t_{n} === 1'b1) $display(\"{token} CEX frame=%0d output={n} "
+            f'expected=%h got=%h inputs: {fmt}", f, m.{P_GOLD}{n}, m.{P_GATE}{n}{args});'
+        )
+    lines += ["  end", "  endtask", "  initial begin"]
+    if clock and cycle_frames:
+        lines.append(f"    {clock} = 1'b0;")
+    for f, frame in enumerate(trace):
+        for p in ins:
+            if p["name"] == clock and cycle_frames:
+                continue
+            lines.append(f"    {p['name']} = {p.get('width', 1)}'d{frame.get(p['name'], 0)};")
+        lines.append(f"    #1 show({f});")
+        if clock and cycle_frames:
+            lines.append(f"    #1 {clock} = 1'b1;")
+            lines.append(f"    #1 {clock} = 1'b0;")
+        else:
+            lines.append("    #1;")
+    lines += [f'    $display("{token} END");', "  end", "endmodule"]
+    return "\n".join(lines) + "\n"
+
+
+_CEX_LINE = re.compile(
+    r"CEX frame=(?P<frame>\d+) output=(?P<output>\S+) expected=(?P<expected>\S+) "
+    r"got=(?P<got>\S+) inputs:\s*(?P<inputs>.*)$"
+)
+
+
+def parse_replay(stdout: str, token: str) -> list[dict[str, str]]:
+    rows = []
+    for raw in stdout.splitlines():
+        if raw.startswith(token):
+            m = _CEX_LINE.search(raw)
+            if m:
+                rows.append(m.groupdict())
+    return rows
+
+
+def trace_summary(
+    trace: Sequence[Mapping[str, int]],
+    clock: str | None,
+    forced: Mapping[str, int],
+    limit: int = 12,
+) -> str:
+    """The input trace, runs of identical cycles folded (`cycles 1-199: en=1 rst=0`); in
+    cycle 0 the miter holds reset (`forced`) whatever the input says."""
+    runs: list[tuple[int, int, str]] = []
+    for f, frame in enumerate(trace):
+        values = {**frame, **forced} if f == 0 else frame
+        text = " ".join(f"{k}={v:x}" for k, v in sorted(values.items()) if k != clock)
+        if runs and runs[-1][2] == text:
+            runs[-1] = (runs[-1][0], f, text)
+        else:
+            runs.append((f, f, text))
+    out = [f"  cycle {a}: {t}" if a == b else f"  cycles {a}-{b}: {t}" for a, b, t in runs]
+    if len(out) > limit:
+        cut = f"  ... {len(out) - limit} more runs ..."
+        out = [*out[: limit // 2], cut, *out[-limit // 2 :]]
+    return "\n".join(out)
+
+
+def forced_reset(interface: Mapping[str, Any]) -> dict[str, int]:
+    reset = interface.get("reset")
+    if not (reset and interface.get("clock")):
+        return {}
+    return {reset: 0 if interface.get("reset_active", "high") == "low" else 1}

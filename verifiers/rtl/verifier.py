@@ -1,0 +1,647 @@
+"""The RTL verifier: Verilog / SystemVerilog candidates against a testbench and a reference.
+
+Gates, in order: `static` (anti-cheat, always), `compile` (iverilog), `lint` (verilator,
+a quality signal that never fails), `simulate` (vvp, the testbench's nonce-prefixed report),
+`synthesize` (yosys onto cells.lib: cells, area; sim-only constructs are `unsynthesizable`),
+`equivalence` (yosys sat for combinational tasks, ABC bmc3 + pdr on an AIGER miter for
+sequential ones). A candidate passes when it compiles, simulates without mismatch,
+synthesizes and is not proven inequivalent: an undecided proof is recorded, not held
+against it.
+
+Every tool run on candidate text goes through the sandbox (`ctx.run`), inside which the
+work dir is /work: every path below is relative to it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
+from verifiers.contract import Artifact, Status, Task
+from verifiers.feedback import trim
+from verifiers.rtl import anticheat, errors, formal, waves
+from verifiers.rtl.hdl import (
+    REPORT_TOKEN,
+    module_names,
+    rename_reference,
+    strip_comments,
+    strip_strings,
+)
+from verifiers.sandbox import RunResult
+
+INSTALL = "apt-get install -y iverilog verilator yosys"
+CELLS_LIB = Path(__file__).with_name("cells.lib")
+# yosys 0.23's dfflibmap maps flops only; latches (legalised to one type) map onto DLH here.
+LATCH_MAP = """module \\$_DLATCH_P_ (input E, input D, output Q);
+  DLH _TECHMAP_REPLACE_ (.D(D), .G(E), .Q(Q));
+endmodule
+"""
+# -u: every file its own compilation unit, so a candidate's `define / `timescale cannot
+# leak into the reference or the testbench; -Wportbind: warn about unconnected ports.
+COMPILE_ARGV = ("iverilog", "-g2012", "-u", "-Wportbind")
+# -Wno-fatal: warnings are a quality signal, not a failure; DECLFILENAME: the harness picks
+# the file name; --no-timing: delays become STMTDLY warnings instead of errors.
+LINT_ARGV = ("verilator", "--lint-only", "-Wall", "-Wno-fatal", "-Wno-DECLFILENAME", "--no-timing")
+# Onto cells.lib: flops by dfflibmap, latches (legalised to one type) by LATCH_MAP, logic
+# by abc; stat for cells/area, the netlist JSON to find outputs left undriven.
+SYNTH_SCRIPT = (
+    "read_verilog -sv cand.sv",
+    "hierarchy -check -top {top}",
+    "synth -top {top} -flatten -noabc",  # one abc, onto the library, is enough
+    "dfflegalize -cell $_DLATCH_P_ x t:$_DLATCH*",
+    "techmap -map latch_map.v",
+    "dfflibmap -liberty cells.lib",
+    "abc -liberty cells.lib",
+    "opt_clean",
+    "tee -q -o stat.json stat -json",
+    "write_json netlist.json",
+)
+MAX_VCD_BYTES = 2 * 1024 * 1024
+TRIM_VCD_ABOVE = 256 * 1024
+DEFAULT_SIM_TIMEOUT_S = 10.0
+
+# Sim-only constructs that yosys quietly accepts (it drops delays): found in the text.
+_DELAY_ONLY_ALWAYS = re.compile(r"\balways\s*(?:begin\s*(?::\s*\w+\s*)?)?#")
+
+
+class RtlVerifier(Verifier):
+    domain = "rtl"
+    name = "rtl"
+    version = "1"
+    resource = "eda"
+    tools = (
+        Tool("iverilog", "iverilog", ("iverilog", "-V"), INSTALL),
+        Tool("vvp", "vvp", ("vvp", "-V"), INSTALL),
+        Tool("verilator", "verilator", ("verilator", "--version"), INSTALL),
+        Tool("yosys", "yosys", ("yosys", "-V"), INSTALL),
+        Tool("yosys-abc", "yosys-abc", ("yosys-abc", "-q", "version"), INSTALL),
+    )
+    gates = ("static", "compile", "lint", "simulate", "synthesize", "equivalence")
+    always = ("static",)
+    requires = {"simulate": ("compile",)}
+
+    # --- format ---------------------------------------------------------------------------
+    def check_format(self, task: Task, code: str) -> None:
+        top = task.interface.get("top", "")
+        found = module_names(code)
+        if top not in found:
+            seen = ", ".join(found) if found else "none"
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                f"no module named `{top}` (modules found: {seen})",
+            )
+
+    # --- static -----------------------------------------------------------------------------
+    def gate_static(self, ctx: Context) -> str:
+        s = _setup(ctx)
+        tb = s["testbench"]
+        names = anticheat.harness_names(tb) if tb else set()
+        mods = module_names(tb) if tb else []
+        findings = anticheat.scan(ctx.code, names, mods)
+        if not findings:  # macros can assemble what the plain text hides (`$fin``ish`)
+            pre = _run(ctx, ["iverilog", "-g2012", "-E", "-o", "cand.pp.sv", "cand.sv"])
+            if pre.returncode == 0 and not pre.limit_hit:
+                findings = anticheat.scan(_read(ctx, "cand.pp.sv"), names, mods)
+        if findings:
+            rules = ", ".join(f.rule for f in findings)
+            fb = "The candidate was rejected by static checks:\n" + "\n".join(
+                f.describe() for f in findings
+            )
+            raise GateFail(Status.REJECTED, findings[0].code, f"anti-cheat: {rules}", feedback=fb)
+        return f"{len(anticheat.RULES) + 2} rules, none broken"
+
+    # --- compile ----------------------------------------------------------------------------
+    def gate_compile(self, ctx: Context) -> str:
+        s = _setup(ctx)
+        top = ctx.task.interface["top"]
+        # -N: the elaborated netlist, which synthesize reads for initial-only logic
+        argv = [*COMPILE_ARGV, "-N", "elab.net", "-o", "sim.vvp"]
+        if s["testbench"]:
+            # only the testbench is a root: extra modules of the candidate never run alone
+            for root in s["tb_roots"]:
+                argv += ["-s", root]
+            files = ["cand.sv"] + (["ref.sv"] if s["reference"] else []) + ["tb.sv"]
+        else:
+            argv += ["-s", top]
+            files = ["cand.sv"]
+        res = _run(ctx, argv + files)
+        fail_on_limit(res, "iverilog")
+        log = (res.stdout + res.stderr).strip()
+        budget = ctx.limits.feedback_chars
+        if res.returncode != 0:
+            code, decided = errors.classify(log, ctx.code)
+            ctx.artifacts.append(Artifact("log", "compile.log", log.encode()))
+            if code == "harness_error":
+                raise GateFail(
+                    Status.INFRA_ERROR,
+                    code,
+                    f"the task's reference does not compile: {decided[0].text.strip()}"[:300],
+                )
+            prefix = _port_note(ctx, top) if code == "port_mismatch" else ""
+            first = decided[0].text.strip() if decided else (log.splitlines() or [""])[0]
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                code,
+                f"iverilog: {first}"[:300],
+                feedback=errors.feedback(log, ctx.code, decided, budget, prefix),
+            )
+        problems = _port_problems(ctx, top)
+        dangling = errors.dangling_port_warnings(log, top)
+        if problems or dangling:
+            ctx.artifacts.append(Artifact("log", "compile.log", log.encode()))
+            note = "; ".join(problems) or dangling[0].message
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "port_mismatch",
+                f"port mismatch: {note}",
+                feedback=errors.feedback(log, ctx.code, dangling, budget, _port_note(ctx, top)),
+            )
+        widths = errors.width_warnings(log, top)
+        if widths:
+            ctx.artifacts.append(Artifact("log", "compile.log", log.encode()))
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "width_mismatch",
+                f"port width differs from the interface: {widths[0].message}"[:300],
+                feedback=errors.feedback(log, ctx.code, widths, budget, _port_note(ctx, top)),
+            )
+        warnings = sum(1 for d in errors.parse_diagnostics(log) if d.is_warning)
+        return f"iverilog ok ({warnings} warning(s))"
+
+    # --- lint -------------------------------------------------------------------------------
+    def gate_lint(self, ctx: Context) -> str:
+        _setup(ctx)
+        top = ctx.task.interface["top"]
+        res = _run(ctx, [*LINT_ARGV, "--top-module", top, "cand.sv"])
+        out = res.stdout + res.stderr
+        warn_lines = [ln for ln in out.splitlines() if ln.startswith("%Warning")]
+        codes = sorted({m[1] for ln in warn_lines if (m := re.match(r"%Warning-(\w+)", ln))})
+        ctx.metrics["lint_warnings"] = len(warn_lines)
+        ctx.metrics["lint_codes"] = codes
+        # verilator 5.006 --lint-only still writes its C++ to /dev/null, after the lint is
+        # done; on hosts whose /dev/null is not world-writable the sandbox uid cannot open
+        # it. That error says nothing about the design.
+        err_lines = [
+            ln
+            for ln in out.splitlines()
+            if ln.startswith("%Error") and "Cannot write /dev/null" not in ln
+        ]
+        if res.limit_hit or (res.returncode != 0 and err_lines):
+            ctx.metrics["lint_error"] = True
+            why = res.limit_hit or (err_lines[0] if err_lines else f"exit {res.returncode}")
+            return f"verilator did not finish cleanly ({why})"[:400]
+        if warn_lines:
+            ctx.notes.append("Lint (verilator -Wall):\n" + "\n".join(warn_lines[:5]))
+        return "\n".join([f"{len(warn_lines)} warning(s)", *warn_lines[:3]])[:600]
+
+    # --- simulate ---------------------------------------------------------------------------
+    def gate_simulate(self, ctx: Context) -> str:
+        s = _setup(ctx)
+        if not s["testbench"]:
+            return "skipped: the task has no testbench"
+        timeout = float(ctx.task.harness.get("sim_timeout_s") or DEFAULT_SIM_TIMEOUT_S)
+        res = _run(ctx, ["vvp", "-n", "sim.vvp"], timeout_s=timeout)
+        fail_on_limit(res, "simulation", timeout_code="sim_timeout")
+        rep = waves.parse_report(res.stdout, s["nonce"])
+        if rep.mismatches is None:
+            tail = trim((res.stdout + "\n" + res.stderr).strip(), 1500)
+            if res.returncode != 0:
+                raise GateFail(
+                    Status.RUNTIME_ERROR,
+                    "sim_runtime_error",
+                    f"vvp exited {res.returncode} before the testbench reported",
+                    feedback=f"The simulator stopped with exit code {res.returncode}:\n{tail}",
+                )
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "no_testbench_report",
+                "the simulation ended without the testbench's report",
+                feedback="The simulation ended before the testbench printed its "
+                f"result (did the design stop it?). Output:\n{tail}",
+            )
+        ctx.metrics["sim_samples"] = rep.samples
+        ctx.metrics["sim_mismatches"] = rep.mismatches
+        if rep.mismatches > 0:
+            vcd_note = self._waveform(ctx, rep, timeout)
+            head = f"Simulation: {rep.mismatches} of {rep.samples} samples mismatch."
+            body = rep.table()
+            hints = "\n".join(rep.hints) if rep.rows else ""
+            fb = "\n".join(x for x in (head, body, hints, vcd_note) if x)
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "sim_mismatch",
+                f"{rep.mismatches} mismatching sample(s) of {rep.samples}",
+                feedback=fb,
+            )
+        return f"0 mismatches in {rep.samples} samples"
+
+    def _waveform(self, ctx: Context, rep: waves.Report, timeout: float) -> str:
+        """Re-run with +vcd (the testbench dumps on that plusarg) and keep the waveform
+        around the first mismatch."""
+        _run(ctx, ["vvp", "-n", "sim.vvp", "+vcd"], timeout_s=timeout)
+        path = ctx.workdir / "wave.vcd"
+        if not path.is_file() or path.stat().st_size == 0:
+            return ""
+        size = path.stat().st_size
+        if size > ctx.limits.fsize_mb * 1024 * 1024:
+            return ""
+        text = path.read_text(errors="replace")
+        if size > TRIM_VCD_ABOVE:
+            center = None
+            if rep.first_time is not None:
+                tb_unit = waves.timescale_seconds(ctx.state["testbench"]) or 1.0
+                vcd_unit = waves.timescale_seconds(text[:4096]) or tb_unit
+                center = round(rep.first_time * tb_unit / vcd_unit)
+            text = waves.trim_vcd(text, center)
+        data = text.encode()
+        if len(data) > MAX_VCD_BYTES:
+            return f"(waveform of {size} bytes not kept: over the size limit)"
+        ctx.artifacts.append(Artifact("vcd", "wave.vcd", data))
+        return ""
+
+    # --- synthesize -------------------------------------------------------------------------
+    def gate_synthesize(self, ctx: Context) -> str:
+        """Sim-only constructs are `unsynthesizable` in three ways: yosys refuses them
+        (`forever`, `while` in logic), iverilog's netlist shows variables only initial
+        blocks assign, or an output is left undriven / X after synthesis."""
+        _setup(ctx)
+        top = ctx.task.interface["top"]
+        _sim_only_always(ctx.code)
+        _write(ctx, "cells.lib", CELLS_LIB.read_text())
+        _write(ctx, "latch_map.v", LATCH_MAP)
+        script = "; ".join(SYNTH_SCRIPT).replace("{top}", top)
+        res = _run(ctx, ["yosys", "-q", "-l", "synth.log", "-p", script])
+        fail_on_limit(res, "yosys synthesis")
+        log = _read(ctx, "synth.log") or (res.stdout + res.stderr)
+        if res.returncode != 0:
+            err = [ln for ln in log.splitlines() if "ERROR" in ln] or log.splitlines()[-3:]
+            ctx.artifacts.append(Artifact("log", "synth.log", log.encode()))
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "unsynthesizable",
+                f"yosys: {err[0].strip()}"[:300] if err else "yosys failed",
+                feedback="Synthesis (yosys) failed:\n"
+                + _with_source(err, ctx.code, ctx.limits.feedback_chars),
+            )
+        drivers = self._initial_only(ctx, top)
+        if drivers:
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "unsynthesizable",
+                f"driven only by initial blocks: {', '.join(drivers)}"[:300],
+                feedback="Variables that only `initial` blocks assign are simulation-only "
+                f"(no hardware drives them): {', '.join(drivers)}. Drive them from "
+                "`always` blocks or continuous assignments.",
+            )
+        undriven = _undriven_outputs(_read(ctx, "netlist.json"), top)
+        if undriven:
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "unsynthesizable",
+                f"outputs undriven after synthesis: {', '.join(undriven)}",
+                feedback="After synthesis these outputs are undriven or constant X: "
+                f"{', '.join(undriven)}. Logic that exists only in simulation "
+                "(initial blocks, delays, system tasks) does not make hardware.",
+            )
+        cells, area, kinds = _area(_read(ctx, "stat.json"))
+        ctx.metrics["cells"] = cells
+        ctx.metrics["area"] = area
+        ctx.metrics["flops"] = sum(n for k, n in kinds.items() if k.startswith("DFF"))
+        ctx.metrics["latches"] = sum(n for k, n in kinds.items() if k == "DLH")
+        unmapped = sorted(k for k in kinds if k.startswith("$"))
+        tail = f"; unmapped: {', '.join(unmapped)}" if unmapped else ""
+        return f"{cells} cells, area {area:.3f} um^2 (cells.lib){tail}"
+
+    def _initial_only(self, ctx: Context, top: str) -> list[str]:
+        if not (ctx.workdir / "elab.net").is_file():  # compile did not run: elaborate alone
+            argv = ["iverilog", "-g2012", "-s", top, "-N", "elab.net", "-o", "cand.nul", "cand.sv"]
+            res = _run(ctx, argv)
+            if res.returncode != 0 or res.limit_hit:
+                return []  # not elaborated here: the gates that compile it say why
+        return _initial_only(_read(ctx, "elab.net"))
+
+    # --- equivalence ------------------------------------------------------------------------
+    def gate_equivalence(self, ctx: Context) -> str:
+        s = _setup(ctx)
+        mode = ctx.task.harness.get("equivalence")
+        if mode is None:
+            mode = "seq" if ctx.task.interface.get("kind") == "sequential" else "comb"
+        if mode == "none" or not s["reference"]:
+            ctx.metrics["equivalence"] = "skipped"
+            why = "harness equivalence = none" if mode == "none" else "no reference"
+            return f"skipped ({why})"
+        if mode == "seq" and ctx.task.interface.get("clock"):
+            out = self._sequential(ctx)
+        else:
+            out = self._combinational(ctx)
+        ctx.metrics["equivalence"] = out.verdict
+        if out.depth is not None:
+            ctx.metrics["equivalence_depth"] = out.depth
+        if out.verdict == "counterexample":
+            raise GateFail(
+                Status.WRONG_ANSWER, "equivalence_counterexample", out.detail, feedback=out.feedback
+            )
+        if out.verdict == "unknown":
+            t = ctx.limits.formal_timeout_s
+            ctx.notes.append(f"Formal equivalence undecided within {t:g}s: {out.detail}")
+            return f"equivalence unknown within {t:g}s ({out.detail})"
+        return out.detail
+
+    def _combinational(self, ctx: Context) -> formal.Outcome:
+        top = ctx.task.interface["top"]
+        t = ctx.limits.formal_timeout_s
+        gold_x = formal.reference_has_x(ctx.state["reference"])
+        res = _run(
+            ctx,
+            ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
+            timeout_s=t + 5,
+        )
+        if res.limit_hit:
+            return formal.Outcome("unknown", f"yosys sat stopped by the {res.limit_hit}")
+        log = _read(ctx, "equiv.log") or res.stdout
+        out = formal.parse_sat(log, ctx.task.interface.get("ports") or ())
+        if out.verdict == "unknown" and res.returncode != 0:
+            err = [ln for ln in log.splitlines() if "ERROR" in ln]
+            out.detail = f"yosys could not build the miter: {err[0] if err else res.returncode}"
+        return out
+
+    def _sequential(self, ctx: Context) -> formal.Outcome:
+        iface = ctx.task.interface
+        t = ctx.limits.formal_timeout_s
+        _write(ctx, "miter.sv", formal.seq_miter(iface))
+        res = _run(
+            ctx, ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()], timeout_s=t + 5
+        )
+        if res.returncode != 0 or res.limit_hit:
+            err = [
+                ln for ln in (_read(ctx, "prep.log") or res.stderr).splitlines() if "ERROR" in ln
+            ]
+            return formal.Outcome("unknown", f"miter not built: {err[0] if err else res.limit_hit}")
+        cycles = formal.single_posedge_clock(_read(ctx, "miter_pre.json"), iface.get("clock"))
+        res = _run(
+            ctx,
+            ["yosys", "-q", "-l", "aig.log", "-p", formal.aiger_script(cycles)],
+            timeout_s=t + 5,
+        )
+        if res.returncode != 0 or res.limit_hit:
+            err = [ln for ln in (_read(ctx, "aig.log") or res.stderr).splitlines() if "ERROR" in ln]
+            return formal.Outcome(
+                "unknown", f"AIGER not written: {err[0] if err else res.limit_hit}"
+            )
+        engine = "bmc3"
+        res = _run(ctx, ["yosys-abc", "-c", formal.abc_bmc(min(2.0, t / 4))], timeout_s=t + 5)
+        verdict, out_idx, frame = formal.parse_abc(res.stdout)
+        if verdict != "counterexample":
+            engine = "pdr"
+            res = _run(ctx, ["yosys-abc", "-c", formal.abc_pdr(t)], timeout_s=t + 5)
+            verdict, out_idx, frame = formal.parse_abc(res.stdout)
+        if verdict == "proven":
+            kind = "one frame per clock cycle" if cycles else "clk2fflogic"
+            return formal.Outcome("proven", f"sequential equivalence proven (ABC pdr, {kind})")
+        if verdict == "unknown":
+            why = res.limit_hit or "pdr undecided"
+            return formal.Outcome("unknown", f"ABC {engine}: {why}")
+        return self._replay(ctx, out_idx, frame, cycles, engine)
+
+    def _replay(
+        self, ctx: Context, out_idx: int | None, frame: int | None, cycles: bool, engine: str
+    ) -> formal.Outcome:
+        """Check ABC's counterexample in simulation, where X bits of the reference are
+        don't-cares as in the testbench; only a reproduced one fails the candidate."""
+        iface = ctx.task.interface
+        in_map, out_names = formal.read_map(_read(ctx, "miter.map"))
+        trace = formal.read_cex(_read(ctx, "cex.txt"), in_map)
+        which = (
+            out_names[out_idx].removeprefix(formal.P_TRIG)
+            if out_idx is not None and out_idx < len(out_names)
+            else "?"
+        )
+        where = f"output {which} at cycle {frame}"
+        if not trace:
+            return formal.Outcome(
+                "unknown",
+                f"ABC {engine} reported a difference ({where}) but wrote no trace",
+                depth=frame,
+            )
+        token = "CRUCIBLE_" + secrets.token_hex(8)
+        _write(ctx, "replay.sv", formal.replay_testbench(iface, trace, cycles, token))
+        files = ["ref.sv", "miter.sv", "cand.sv", "replay.sv"]
+        res = _run(ctx, [*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
+        rows: list[dict[str, str]] = []
+        if res.returncode == 0 and not res.limit_hit:
+            sim = _run(ctx, ["vvp", "-n", "replay.vvp"])
+            rows = formal.parse_replay(sim.stdout, token)
+        if not rows:
+            return formal.Outcome(
+                "unknown",
+                f"ABC {engine} found a difference ({where}) that "
+                "simulation does not reproduce (X / initial-state semantics)",
+                depth=frame,
+            )
+        first = rows[0]
+        forced = formal.forced_reset(iface)
+        head = (
+            f"Formal equivalence check (sequential, ABC {engine}): "
+            + ("after reset, " if forced else "")
+            + f"the candidate differs from the reference at cycle {first['frame']} on output "
+            f"{first['output']}: expected {first['expected']}, got {first['got']}."
+        )
+        table = waves.format_table(
+            ("cycle", "output", "expected", "got", "inputs"),
+            [[r["frame"], r["output"], r["expected"], r["got"], r["inputs"]] for r in rows[:5]],
+        )
+        fb = "\n".join(
+            [
+                head,
+                "Input trace (cycle 0 is the reset cycle):" if forced else "Input trace:",
+                formal.trace_summary(trace, iface.get("clock"), forced),
+                table,
+            ]
+        )
+        return formal.Outcome(
+            "counterexample",
+            f"counterexample at cycle {first['frame']} (ABC {engine})",
+            fb,
+            depth=int(first["frame"]),
+        )
+
+
+def _sim_only_always(code: str) -> None:
+    """`always #d ...`: yosys drops the delay and synthesizes something; no hardware
+    runs on a delay, so it is refused before that."""
+    text = strip_strings(strip_comments(code))
+    m = _DELAY_ONLY_ALWAYS.search(text)
+    if not m:
+        return
+    line = text.count("\n", 0, m.start()) + 1
+    raise GateFail(
+        Status.COMPILE_ERROR,
+        "unsynthesizable",
+        f"line {line}: an always block timed only by a delay",
+        feedback=f"cand.sv:{line}: `always #...` is timed by a delay, not by a clock or "
+        "inputs: simulation-only, no hardware. Use `always @(posedge clk)` or `always @*`.\n"
+        f"    {line} | {code.splitlines()[line - 1].rstrip()}",
+    )
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _setup(ctx: Context) -> dict[str, Any]:
+    """Write the run's files once: cand.sv, ref.sv (reference renamed) and tb.sv with a
+    fresh nonce in place of the report token, so the candidate cannot forge the report."""
+    s = ctx.state
+    if s.get("ready"):
+        return s
+    task = ctx.task
+    tb = task.harness.get("testbench") or ""
+    ref = task.reference or ""
+    nonce = "CRUCIBLE_" + secrets.token_hex(8)
+    ref_top = task.harness.get("ref_top") or task.interface["top"]
+    s.update(
+        nonce=nonce, testbench=tb, reference=ref, ready=True, tb_roots=_roots(tb) if tb else []
+    )
+    _write(ctx, "cand.sv", ctx.code)
+    if ref:
+        _write(ctx, "ref.sv", rename_reference(ref, ref_top))
+    if tb:
+        _write(ctx, "tb.sv", tb.replace(REPORT_TOKEN, nonce))
+    return s
+
+
+def _roots(tb: str) -> list[str]:
+    """The testbench's top modules: the ones it does not instantiate itself."""
+    code = strip_strings(strip_comments(tb))
+    mods = module_names(code)
+    roots = [
+        m
+        for m in mods
+        if not re.search(rf"(?<![\w$]){re.escape(m)}\s*(?:#\s*\(.*?\))?\s+\w+\s*\(", code)
+    ]
+    return roots or mods
+
+
+# Failures of the sandbox itself, not of the tool or the candidate (whose code cannot fork):
+# bwrap's own messages, and fork refused when the sandbox uid's process limit is taken by
+# other verifications running at the same time.
+_SANDBOX_FAULT = re.compile(
+    r"^bwrap: |Can't fork|Cannot fork|fork: retry|Resource temporarily unavailable", re.M
+)
+
+
+def _run(ctx: Context, argv: list[str], *, timeout_s: float | None = None) -> RunResult:
+    res = ctx.run(argv, timeout_s=timeout_s)
+    if res.returncode != 0 and (m := _SANDBOX_FAULT.search(res.stderr[-4000:])):
+        line = res.stderr[m.start() :].splitlines()[0][:200]
+        raise GateFail(
+            Status.INFRA_ERROR,
+            "sandbox_unavailable",
+            f"{argv[0]} could not run in the sandbox: {line}",
+        )
+    return res
+
+
+def _write(ctx: Context, name: str, text: str) -> None:
+    """Host-written inputs: readable by the sandbox uid whatever the host's umask."""
+    path = ctx.workdir / name
+    path.write_text(text)
+    path.chmod(0o644)
+
+
+def _read(ctx: Context, name: str) -> str:
+    path = ctx.workdir / name
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
+def _port_problems(ctx: Context, top: str) -> list[str]:
+    want = ctx.task.interface.get("ports")
+    if not want:
+        return []
+    have = errors.candidate_ports(ctx.code, top)
+    return errors.port_problems(have, want) if have is not None else []
+
+
+def _port_note(ctx: Context, top: str) -> str:
+    want = ctx.task.interface.get("ports") or ()
+    spec = ", ".join(f"{p['direction']} [{p.get('width', 1)}] {p['name']}" for p in want)
+    problems = _port_problems(ctx, top)
+    lines = [f"The interface of `{top}` is: {spec}."] if spec else []
+    lines += [f"Candidate: {p}." for p in problems]
+    return "\n".join(lines)
+
+
+def _with_source(lines: list[str], code: str, budget: int) -> str:
+    src = code.splitlines()
+    out = []
+    for ln in lines[:10]:
+        out.append(ln.strip())
+        m = re.search(r"cand\.sv:(\d+)", ln)
+        if m and 0 < int(m[1]) <= len(src):
+            out.append(f"    {m[1]} | {src[int(m[1]) - 1].rstrip()}")
+    return trim("\n".join(out), budget)
+
+
+_NET_PROC = re.compile(r"^(initial|always\w*|final)\s+/\* (\S+):\d+ in (\S+) \*/", re.M)
+_NET_LHS = re.compile(r"^\s*\{(.+?)\}\s*<?=\s", re.M)
+_NET_DECL = re.compile(
+    r"^\s+\w+: (\S+) unpacked dims=(\d+)(.*?)\(eref=(\d+), lref=\d+\).*? scope=(\S+)", re.M
+)
+
+
+def _initial_only(netlist: str, source: str = "cand.sv") -> list[str]:
+    """Variables of `source` that only `initial` blocks assign and something reads: logic
+    that exists in simulation only. From iverilog's elaborated netlist (-N), which names
+    every process's kind, file and scope. Memories (ROM contents) are hardware."""
+    procs = list(_NET_PROC.finditer(netlist))
+    written: dict[tuple[str, str], set[str]] = {}
+    for k, m in enumerate(procs):
+        if m[2] != source:
+            continue
+        end = procs[k + 1].start() if k + 1 < len(procs) else len(netlist)
+        for lhs in _NET_LHS.finditer(netlist, m.end(), end):
+            for item in lhs[1].split(","):
+                item = item.strip()
+                name = re.match(r"[\w$]+", item)
+                if name and "[word=" not in item:
+                    written.setdefault((m[3], name[0]), set()).add(m[1])
+    # read: referenced in an expression, or an output port (the testbench reads it)
+    read = {
+        (d[5], d[1])
+        for d in _NET_DECL.finditer(netlist)
+        if d[2] == "0" and (d[4] != "0" or " output " in d[3])
+    }
+    return sorted(
+        f"{scope}.{name}"
+        for (scope, name), kinds in written.items()
+        if kinds == {"initial"} and (scope, name) in read
+    )
+
+
+def _undriven_outputs(netlist_json: str, top: str) -> list[str]:
+    if not netlist_json:
+        return []
+    mod = json.loads(netlist_json).get("modules", {}).get(top, {})
+    return [
+        name
+        for name, p in mod.get("ports", {}).items()
+        if p.get("direction") == "output" and any(b in ("x", "z") for b in p["bits"])
+    ]
+
+
+_LIB_AREA = re.compile(r"cell\s*\(\s*(\w+)\s*\)\s*\{\s*area\s*:\s*([\d.]+)")
+
+
+def _area(stat_json: str) -> tuple[int, float, dict[str, int]]:
+    if not stat_json:
+        return 0, 0.0, {}
+    data = json.loads(stat_json)
+    design = data.get("design") or next(iter(data.get("modules", {}).values()), {})
+    kinds = design.get("num_cells_by_type", {})
+    areas = {m[1]: float(m[2]) for m in _LIB_AREA.finditer(CELLS_LIB.read_text())}
+    area = sum(areas.get(k, 0.0) * n for k, n in kinds.items())
+    return sum(kinds.values()), round(area, 3), dict(kinds)
