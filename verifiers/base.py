@@ -192,6 +192,8 @@ class Verifier:
         if self.keep_workdirs is None:
             return tempfile.TemporaryDirectory(prefix=f"crucible-{self.domain}-")
         self.keep_workdirs.mkdir(parents=True, exist_ok=True)
+        # the sandbox uid binds the work dir itself, so it must be able to reach it
+        self.keep_workdirs.chmod(0o711)
         return contextlib.nullcontext(tempfile.mkdtemp(prefix="cand-", dir=self.keep_workdirs))
 
     def _format_gate(self, task: Task, code: Any, limits: Limits, checks: list[Check]) -> str:

@@ -103,7 +103,9 @@ class RtlVerifier(Verifier):
         names = anticheat.harness_names(tb) if tb else set()
         mods = module_names(tb) if tb else []
         findings = anticheat.scan(ctx.code, names, mods)
-        if not findings:  # macros can assemble what the plain text hides (`$fin``ish`)
+        # macros can assemble what the plain text hides (`$fin``ish`); without a backtick
+        # there is no directive or macro, and preprocessing would return the same text
+        if not findings and "`" in ctx.code:
             pre = _run(ctx, ["iverilog", "-g2012", "-E", "-o", "cand.pp.sv", "cand.sv"])
             if pre.returncode == 0 and not pre.limit_hit:
                 findings = anticheat.scan(_read(ctx, "cand.pp.sv"), names, mods)
