@@ -94,8 +94,9 @@ def overhead(pairs, sample: int) -> dict:
             wall = time.perf_counter() - t0
             for c in v.checks:
                 per_gate[c.name].append(c.seconds)
-            if not verifier.trace:
-                continue  # rejected before any tool ran: nothing to compare
+            if not verifier.trace or v.status.value in ("timeout", "resource_limit"):
+                # nothing ran, or a limit cut a run short (bare, a hang would never end)
+                continue
             trace = list(verifier.trace)
             bare_runs = replay_bare(trace)
             bare = sum(bare_runs)

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 # resource -> binaries that must all be on PATH for a local node to declare it
 RESOURCE_TOOLS: dict[str, tuple[str, ...]] = {
-    "eda": ("iverilog", "vvp", "verilator", "yosys", "yosys-abc", "bwrap"),
+    "eda": ("iverilog", "vvp", "verilator_bin", "yosys", "yosys-abc", "bwrap"),
     "emulator": ("qemu-system-arm", "arm-none-eabi-gcc", "bwrap"),
 }
 

@@ -584,7 +584,7 @@ def test_missing_tool_is_infra_error_with_install_hint():
 def test_sandbox_unavailable_is_infra_error_and_runs_nothing(rtl, monkeypatch, tmp_path):
     bin_dir = tmp_path / "bin"  # every tool but bwrap
     bin_dir.mkdir()
-    for tool in ("iverilog", "vvp", "verilator", "yosys", "yosys-abc"):
+    for tool in ("iverilog", "vvp", "verilator_bin", "yosys", "yosys-abc", "setpriv"):
         path = subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip()
         (bin_dir / tool).symlink_to(path)
     monkeypatch.setenv("PATH", str(bin_dir))
