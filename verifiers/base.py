@@ -108,8 +108,10 @@ class Context:
     trace: list[dict[str, Any]] | None = None  # set by Verifier.trace: every run's argv
     gate: str = ""  # the gate now running
 
-    def run(self, argv: list[str], *, timeout_s: float | None = None) -> RunResult:
-        res = self.sandbox.run(argv, self.workdir, timeout_s=timeout_s)
+    def run(
+        self, argv: list[str], *, timeout_s: float | None = None, cpu_s: int | None = None
+    ) -> RunResult:
+        res = self.sandbox.run(argv, self.workdir, timeout_s=timeout_s, cpu_s=cpu_s)
         self.tool_seconds += res.seconds
         if self.trace is not None:
             self.trace.append(

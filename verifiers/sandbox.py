@@ -111,13 +111,15 @@ class Sandbox:
         workdir: Path,
         *,
         timeout_s: float | None = None,
+        cpu_s: int | None = None,
         ro_binds: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
+        """Run argv confined; `timeout_s` / `cpu_s` override the Limits for this run."""
         lim = self.limits
         timeout = lim.timeout_s if timeout_s is None else timeout_s
         confine = [] if lim.unconfined else self._bwrap(workdir, ro_binds, env)
-        cmd = [*confine, *self._limits_shell(), *argv]
+        cmd = [*confine, *self._limits_shell(cpu_s or lim.cpu_s), *argv]
         run_env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(workdir)}
         if lim.unconfined and env:
             run_env.update(env)
@@ -130,7 +132,7 @@ class Sandbox:
             uid=self.uid if self._drop_uid else None,
         )
 
-    def _limits_shell(self) -> list[str]:
+    def _limits_shell(self, cpu_s: int) -> list[str]:
         """A shell that sets the rlimits and runs the command as its child.
 
         It is the sandbox's pid 1: pid 1 ignores signals it has no handler for, so a tool
@@ -140,8 +142,8 @@ class Sandbox:
         """
         lim = self.limits
         script = [
-            f"ulimit -S -t {lim.cpu_s}",  # the soft limit sends SIGXCPU first
-            f"ulimit -H -t {lim.cpu_s + 1}",
+            f"ulimit -S -t {cpu_s}",  # the soft limit sends SIGXCPU first
+            f"ulimit -H -t {cpu_s + 1}",
             f"ulimit -v {lim.memory_mb * 1024}",  # KiB
             f"ulimit -f {lim.fsize_mb * 2048}",  # 512-byte blocks in dash
             "ulimit -c 0",

@@ -5,6 +5,7 @@ verifiers/rtl/hdl.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -367,6 +368,19 @@ def test_zero_delay_infinite_always_times_out(rtl):
         "    for (i = 0; i < 10; i = i) r = a + b;\n  end\n  assign y = r;"
     )
     check(rtl.verify(ADD_HANG, code), Status.TIMEOUT, "sim_timeout")
+
+
+def test_a_hang_is_ended_by_its_cpu_budget_not_the_wall_clock(rtl):
+    # wall limit far away: the simulation's CPU budget (sim_cpu_s) is what stops the spin
+    task = dataclasses.replace(
+        ADD_HANG, harness={**ADD_HANG.harness, "sim_timeout_s": 60.0, "sim_cpu_s": 1}, task_id=""
+    )
+    code = add(
+        "  reg [4:0] r;\n  always @* begin r = a + b; r = r; end\n"
+        "  always @(r) r = r + 1;\n  assign y = r;"
+    )
+    v = check(rtl.verify(task, code), Status.TIMEOUT, "sim_timeout")
+    assert "CPU budget (1 s)" in v.feedback
 
 
 def test_continuous_assignment_ring_crashes_the_simulator(rtl):

@@ -39,6 +39,13 @@ HARNESS_FIELDS = (
         check=lambda v: v > 0,
     ),
     Field(
+        "sim_cpu_s",
+        int,
+        "a whole number of CPU seconds for one simulation",
+        required=False,
+        check=lambda v: v >= 1,
+    ),
+    Field(
         "ref_top", str, "the reference's top module name", required=False, check=str.isidentifier
     ),
 )

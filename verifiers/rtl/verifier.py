@@ -72,6 +72,7 @@ SYNTH_SCRIPT = (
 MAX_VCD_BYTES = 2 * 1024 * 1024
 TRIM_VCD_ABOVE = 256 * 1024
 DEFAULT_SIM_TIMEOUT_S = 10.0
+DEFAULT_SIM_CPU_S = 2
 
 # Sim-only constructs that yosys quietly accepts (it drops delays): found in the text.
 _DELAY_ONLY_ALWAYS = re.compile(r"\balways\s*(?:begin\s*(?::\s*\w+\s*)?)?#")
@@ -216,7 +217,20 @@ class RtlVerifier(Verifier):
         if not s["testbench"]:
             return "skipped: the task has no testbench"
         timeout = float(ctx.task.harness.get("sim_timeout_s") or DEFAULT_SIM_TIMEOUT_S)
-        res = _run(ctx, ["vvp", "-n", "sim.vvp"], timeout_s=timeout)
+        # A hung simulation spins the CPU: a CPU budget ends it in ~sim_cpu_s (catalog
+        # references need ~0.05 s) where the wall clock alone would cost the whole timeout,
+        # and it does not misfire on a loaded machine the way a short wall timeout would.
+        cpu = int(ctx.task.harness.get("sim_cpu_s") or min(DEFAULT_SIM_CPU_S, timeout))
+        res = _run(ctx, ["vvp", "-n", "sim.vvp"], timeout_s=timeout, cpu_s=max(1, cpu))
+        if res.limit_hit == "cpu_limit":
+            detail = f"simulation used its whole CPU budget ({cpu} s) without finishing"
+            raise GateFail(
+                Status.TIMEOUT,
+                "sim_timeout",
+                detail,
+                feedback=f"{detail}: a zero-delay loop, a combinational loop, or a design "
+                "that never lets simulation time advance.\n" + trim(res.stdout + res.stderr, 800),
+            )
         fail_on_limit(res, "simulation", timeout_code="sim_timeout")
         rep = waves.parse_report(res.stdout, s["nonce"])
         if rep.mismatches is None:
@@ -545,8 +559,10 @@ _SANDBOX_FAULT = re.compile(
 )
 
 
-def _run(ctx: Context, argv: list[str], *, timeout_s: float | None = None) -> RunResult:
-    res = ctx.run(argv, timeout_s=timeout_s)
+def _run(
+    ctx: Context, argv: list[str], *, timeout_s: float | None = None, cpu_s: int | None = None
+) -> RunResult:
+    res = ctx.run(argv, timeout_s=timeout_s, cpu_s=cpu_s)
     if res.returncode != 0 and (m := _SANDBOX_FAULT.search(res.stderr[-4000:])):
         line = res.stderr[m.start() :].splitlines()[0][:200]
         raise GateFail(
