@@ -36,7 +36,7 @@ TasksOpt = Annotated[
     typer.Option(
         "--tasks",
         help="Task catalog root(s) holding <domain>/<name>/task.toml "
-        "[default: the built-in catalog]",
+        "(default: the built-in catalog)",
     ),
 ]
 UnconfinedOpt = Annotated[
@@ -105,7 +105,7 @@ def run(
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option(help="Verifier actors [default: one per slot of the node resource]"),
+        typer.Option(help="Verifier actors (default: one per slot of the node resource)"),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Candidates per actor call.")] = 8,
     seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,

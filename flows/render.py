@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -39,7 +40,7 @@ def verdict_panel(v: Verdict, title: str = "") -> Panel:
             c.name,
             "[green]yes[/]" if c.ok else "[red]no[/]",
             f"{c.seconds:.3f}",
-            c.detail.splitlines()[0][:100] if c.detail else "",
+            escape(c.detail.splitlines()[0][:100]) if c.detail else "",
         )
     metrics = {k: m for k, m in v.metrics.items() if k != "tool_runs"}
     parts: list[Any] = [head, checks]
@@ -55,7 +56,7 @@ def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*(_cell(x) for x in row))
+        table.add_row(*(escape(_cell(x)) for x in row))
     return table
 
 
