@@ -13,7 +13,7 @@ import ray
 from ray.util import ActorPool
 
 from ray_actors import cluster
-from verifiers.contract import Candidate, Check, Limits, Status, Task, Verdict
+from verifiers.contract import Candidate, Check, Limits, Status, Task, Verdict, content_id
 from verifiers.registry import get_verifier
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,26 @@ class VerifierWorker:
         """`items` are (task_id, code); tasks carries the specs this batch needs."""
         for t in tasks:
             self.tasks.setdefault(t["task_id"], Task.from_dict(t))
-        return [
-            self.verifier.verify(self.tasks[tid], code, self.limits).to_dict()
-            for tid, code in items
-        ]
+        return [self._one(self.tasks[tid], code).to_dict() for tid, code in items]
+
+    def _one(self, task: Task, code: str) -> Verdict:
+        try:
+            return self.verifier.verify(task, code, self.limits)
+        except Exception as e:  # a verifier bug is infra, and must not sink the batch
+            log.exception("the %s verifier crashed on task %s", task.domain, task.name)
+            reason = f"the verifier crashed: {type(e).__name__}: {str(e)[:300]}"
+            return Verdict(
+                candidate_id=content_id(task.task_id, code),
+                task_id=task.task_id,
+                domain=task.domain,
+                verifier=self.verifier.name,
+                verifier_version=self.verifier.version,
+                status=Status.INFRA_ERROR,
+                checks=(Check("verify", False, 0.0, reason),),
+                feedback=reason,
+                category="infra",
+                code="tool_crash",
+            )
 
 
 @dataclass(frozen=True)
