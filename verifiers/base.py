@@ -126,6 +126,12 @@ class Context:
         self.metrics.setdefault("tool_runs", []).append(
             {"argv0": argv[0], "seconds": round(res.seconds, 4), "rc": res.returncode}
         )
+        if fault := res.sandbox_fault:  # never the candidate's fault: retried as infra
+            raise GateFail(
+                Status.INFRA_ERROR,
+                "sandbox_unavailable",
+                f"{argv[0]} could not run in the sandbox: {fault}",
+            )
         return res
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -68,6 +69,14 @@ class RunResult:
     signal: int | None = None  # the signal that ended the command, if one did
 
     @property
+    def sandbox_fault(self) -> str | None:
+        """The sandbox's own error line when it, not the tool, failed the run."""
+        if self.returncode == 0:
+            return None
+        m = _SANDBOX_FAULT.search(self.stderr[-4000:])
+        return self.stderr[m.start() :].splitlines()[0][:200] if m else None
+
+    @property
     def limit_hit(self) -> str | None:
         """Which limit ended the run: taxonomy code or None."""
         if self.timed_out:
@@ -81,6 +90,13 @@ class RunResult:
         if self.returncode != 0 and _looks_oom(self.stderr):
             return "memory_limit"
         return None
+
+
+# Failures of the sandbox itself, not of the tool or the candidate: bwrap's own messages,
+# and fork refused when the sandbox uid's process limit is taken.
+_SANDBOX_FAULT = re.compile(
+    r"^bwrap: |Can't fork|Cannot fork|fork: retry|Resource temporarily unavailable", re.M
+)
 
 
 def _looks_oom(stderr: str) -> bool:

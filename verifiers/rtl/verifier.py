@@ -31,7 +31,6 @@ from verifiers.rtl.hdl import (
     strip_comments,
     strip_strings,
 )
-from verifiers.sandbox import RunResult
 
 INSTALL = "apt-get install -y iverilog verilator yosys"
 CELLS_LIB = Path(__file__).with_name("cells.lib")
@@ -116,7 +115,7 @@ class RtlVerifier(Verifier):
         # macros can assemble what the plain text hides (`$fin``ish`); without a backtick
         # there is no directive or macro, and preprocessing would return the same text
         if not findings and "`" in ctx.code:
-            pre = _run(ctx, ["iverilog", "-g2012", "-E", "-o", "cand.pp.sv", "cand.sv"])
+            pre = ctx.run(["iverilog", "-g2012", "-E", "-o", "cand.pp.sv", "cand.sv"])
             if pre.returncode == 0 and not pre.limit_hit:
                 findings = anticheat.scan(_read(ctx, "cand.pp.sv"), names, mods)
         if findings:
@@ -141,7 +140,7 @@ class RtlVerifier(Verifier):
         else:
             argv += ["-s", top]
             files = ["cand.sv"]
-        res = _run(ctx, argv + files)
+        res = ctx.run(argv + files)
         fail_on_limit(res, "iverilog")
         log = (res.stdout + res.stderr).strip()
         budget = ctx.limits.feedback_chars
@@ -189,7 +188,7 @@ class RtlVerifier(Verifier):
     def gate_lint(self, ctx: Context) -> str:
         _setup(ctx)
         top = ctx.task.interface["top"]
-        res = _run(ctx, [*LINT_ARGV, "--top-module", top, "cand.sv"])
+        res = ctx.run([*LINT_ARGV, "--top-module", top, "cand.sv"])
         out = res.stdout + res.stderr
         warn_lines = [ln for ln in out.splitlines() if ln.startswith("%Warning")]
         codes = sorted({m[1] for ln in warn_lines if (m := re.match(r"%Warning-(\w+)", ln))})
@@ -221,7 +220,7 @@ class RtlVerifier(Verifier):
         # references need ~0.05 s) where the wall clock alone would cost the whole timeout,
         # and it does not misfire on a loaded machine the way a short wall timeout would.
         cpu = int(ctx.task.harness.get("sim_cpu_s") or min(DEFAULT_SIM_CPU_S, timeout))
-        res = _run(ctx, ["vvp", "-n", "sim.vvp"], timeout_s=timeout, cpu_s=max(1, cpu))
+        res = ctx.run(["vvp", "-n", "sim.vvp"], timeout_s=timeout, cpu_s=max(1, cpu))
         if res.limit_hit == "cpu_limit":
             detail = f"simulation used its whole CPU budget ({cpu} s) without finishing"
             raise GateFail(
@@ -268,7 +267,7 @@ class RtlVerifier(Verifier):
     def _waveform(self, ctx: Context, rep: waves.Report, timeout: float) -> str:
         """Re-run with +vcd (the testbench dumps on that plusarg) and keep the waveform
         around the first mismatch."""
-        _run(ctx, ["vvp", "-n", "sim.vvp", "+vcd"], timeout_s=timeout)
+        ctx.run(["vvp", "-n", "sim.vvp", "+vcd"], timeout_s=timeout)
         path = ctx.workdir / "wave.vcd"
         if not path.is_file() or path.stat().st_size == 0:
             return ""
@@ -300,7 +299,7 @@ class RtlVerifier(Verifier):
         _write(ctx, "cells.lib", CELLS_LIB.read_text())
         _write(ctx, "latch_map.v", LATCH_MAP)
         script = "; ".join(SYNTH_SCRIPT).replace("{top}", top)
-        res = _run(ctx, ["yosys", "-q", "-l", "synth.log", "-p", script])
+        res = ctx.run(["yosys", "-q", "-l", "synth.log", "-p", script])
         fail_on_limit(res, "yosys synthesis")
         log = _read(ctx, "synth.log") or (res.stdout + res.stderr)
         if res.returncode != 0:
@@ -345,7 +344,7 @@ class RtlVerifier(Verifier):
     def _initial_only(self, ctx: Context, top: str) -> list[str]:
         if not (ctx.workdir / "elab.net").is_file():  # compile did not run: elaborate alone
             argv = ["iverilog", "-g2012", "-s", top, "-N", "elab.net", "-o", "cand.nul", "cand.sv"]
-            res = _run(ctx, argv)
+            res = ctx.run(argv)
             if res.returncode != 0 or res.limit_hit:
                 return []  # not elaborated here: the gates that compile it say why
         return _initial_only(_read(ctx, "elab.net"))
@@ -381,8 +380,7 @@ class RtlVerifier(Verifier):
         top = ctx.task.interface["top"]
         t = ctx.limits.formal_timeout_s
         gold_x = formal.reference_has_x(ctx.state["reference"])
-        res = _run(
-            ctx,
+        res = ctx.run(
             ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
             timeout_s=t + 5,
         )
@@ -399,8 +397,8 @@ class RtlVerifier(Verifier):
         iface = ctx.task.interface
         t = ctx.limits.formal_timeout_s
         _write(ctx, "miter.sv", formal.seq_miter(iface))
-        res = _run(
-            ctx, ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()], timeout_s=t + 5
+        res = ctx.run(
+            ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()], timeout_s=t + 5
         )
         if res.returncode != 0 or res.limit_hit:
             err = [
@@ -408,8 +406,7 @@ class RtlVerifier(Verifier):
             ]
             return formal.Outcome("unknown", f"miter not built: {err[0] if err else res.limit_hit}")
         cycles = formal.single_posedge_clock(_read(ctx, "miter_pre.json"), iface.get("clock"))
-        res = _run(
-            ctx,
+        res = ctx.run(
             ["yosys", "-q", "-l", "aig.log", "-p", formal.aiger_script(cycles)],
             timeout_s=t + 5,
         )
@@ -419,11 +416,11 @@ class RtlVerifier(Verifier):
                 "unknown", f"AIGER not written: {err[0] if err else res.limit_hit}"
             )
         engine = "bmc3"
-        res = _run(ctx, ["yosys-abc", "-c", formal.abc_bmc(min(2.0, t / 4))], timeout_s=t + 5)
+        res = ctx.run(["yosys-abc", "-c", formal.abc_bmc(min(2.0, t / 4))], timeout_s=t + 5)
         verdict, out_idx, frame = formal.parse_abc(res.stdout)
         if verdict != "counterexample":
             engine = "pdr"
-            res = _run(ctx, ["yosys-abc", "-c", formal.abc_pdr(t)], timeout_s=t + 5)
+            res = ctx.run(["yosys-abc", "-c", formal.abc_pdr(t)], timeout_s=t + 5)
             verdict, out_idx, frame = formal.parse_abc(res.stdout)
         if verdict == "proven":
             kind = "one frame per clock cycle" if cycles else "clk2fflogic"
@@ -456,10 +453,10 @@ class RtlVerifier(Verifier):
         token = "CRUCIBLE_" + secrets.token_hex(8)
         _write(ctx, "replay.sv", formal.replay_testbench(iface, trace, cycles, token))
         files = ["ref.sv", "miter.sv", "cand.sv", "replay.sv"]
-        res = _run(ctx, [*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
+        res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
         rows: list[dict[str, str]] = []
         if res.returncode == 0 and not res.limit_hit:
-            sim = _run(ctx, ["vvp", "-n", "replay.vvp"])
+            sim = ctx.run(["vvp", "-n", "replay.vvp"])
             rows = formal.parse_replay(sim.stdout, token)
         if not rows:
             return formal.Outcome(
@@ -549,28 +546,6 @@ def _roots(tb: str) -> list[str]:
         if not re.search(rf"(?<![\w$]){re.escape(m)}\s*(?:#\s*\(.*?\))?\s+\w+\s*\(", code)
     ]
     return roots or mods
-
-
-# Failures of the sandbox itself, not of the tool or the candidate (whose code cannot fork):
-# bwrap's own messages, and fork refused when the sandbox uid's process limit is taken by
-# other verifications running at the same time.
-_SANDBOX_FAULT = re.compile(
-    r"^bwrap: |Can't fork|Cannot fork|fork: retry|Resource temporarily unavailable", re.M
-)
-
-
-def _run(
-    ctx: Context, argv: list[str], *, timeout_s: float | None = None, cpu_s: int | None = None
-) -> RunResult:
-    res = ctx.run(argv, timeout_s=timeout_s, cpu_s=cpu_s)
-    if res.returncode != 0 and (m := _SANDBOX_FAULT.search(res.stderr[-4000:])):
-        line = res.stderr[m.start() :].splitlines()[0][:200]
-        raise GateFail(
-            Status.INFRA_ERROR,
-            "sandbox_unavailable",
-            f"{argv[0]} could not run in the sandbox: {line}",
-        )
-    return res
 
 
 def _write(ctx: Context, name: str, text: str) -> None:
