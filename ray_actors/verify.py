@@ -13,7 +13,8 @@ import ray
 from ray.util import ActorPool
 
 from ray_actors import cluster
-from verifiers.contract import Candidate, Check, Limits, Status, Task, Verdict, content_id
+from verifiers.base import infra_verdict
+from verifiers.contract import Candidate, Limits, Task, Verdict, content_id
 from verifiers.registry import get_verifier
 
 log = logging.getLogger(__name__)
@@ -39,18 +40,9 @@ class VerifierWorker:
         except Exception as e:  # a verifier bug is infra, and must not sink the batch
             log.exception("the %s verifier crashed on task %s", task.domain, task.name)
             reason = f"the verifier crashed: {type(e).__name__}: {str(e)[:300]}"
-            return Verdict(
-                candidate_id=content_id(task.task_id, code),
-                task_id=task.task_id,
-                domain=task.domain,
-                verifier=self.verifier.name,
-                verifier_version=self.verifier.version,
-                status=Status.INFRA_ERROR,
-                checks=(Check("verify", False, 0.0, reason),),
-                feedback=reason,
-                category="infra",
-                code="tool_crash",
-            )
+            v = self.verifier
+            cid = content_id(task.task_id, code)
+            return infra_verdict(task, cid, v.name, v.version, "tool_crash", "verify", reason)
 
 
 @dataclass(frozen=True)
@@ -87,17 +79,8 @@ def infra_verdicts(
 ) -> list[Verdict]:
     """What work for a resource no node has becomes: reported at once, never left pending."""
     return [
-        Verdict(
-            candidate_id=c.candidate_id,
-            task_id=c.task_id,
-            domain=tasks[c.task_id].domain,
-            verifier=verifier,
-            verifier_version=version,
-            status=Status.INFRA_ERROR,
-            checks=(Check("schedule", False, 0.0, reason),),
-            feedback=reason,
-            category="infra",
-            code="tool_missing",
+        infra_verdict(
+            tasks[c.task_id], c.candidate_id, verifier, version, "tool_missing", "schedule", reason
         )
         for c in cands
     ]

@@ -90,6 +90,24 @@ def fail_on_limit(res: RunResult, what: str, timeout_code: str = "tool_timeout")
     raise GateFail(status, code, detail, feedback=f"{detail}\n{output}")
 
 
+def infra_verdict(
+    task: Task, candidate_id: str, verifier: str, version: str, code: str, gate: str, reason: str
+) -> Verdict:
+    """A verdict for work the infrastructure could not do (never the candidate's fault)."""
+    return Verdict(
+        candidate_id=candidate_id,
+        task_id=task.task_id,
+        domain=task.domain,
+        verifier=verifier,
+        verifier_version=version,
+        status=Status.INFRA_ERROR,
+        checks=(Check(gate, False, 0.0, reason),),
+        feedback=reason,
+        category=category_of(code),
+        code=code,
+    )
+
+
 @dataclass
 class Context:
     """Mutable state of one verification, handed from gate to gate."""

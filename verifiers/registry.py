@@ -10,9 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from verifiers.base import Verifier
-from verifiers.contract import Check, Limits, Status, Task, Verdict, content_id
-from verifiers.taxonomy import category_of
+from verifiers.base import Verifier, infra_verdict
+from verifiers.contract import Limits, Task, Verdict, content_id
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     # domain: (dotted path "module:Class", pip extra / install hint)
@@ -62,16 +61,13 @@ def verify(task: Task, code: Any, limits: Limits | None = None) -> Verdict:
         verifier = get_verifier(task.domain)
     except VerifierUnavailable as e:
         text = code if isinstance(code, str) else repr(code)
-        return Verdict(
-            candidate_id=content_id(task.task_id, text),
-            task_id=task.task_id,
-            domain=task.domain,
-            verifier=f"{task.domain}:unavailable",
-            verifier_version="0",
-            status=Status.INFRA_ERROR,
-            checks=(Check("import", False, 0.0, str(e)),),
-            feedback=str(e),
-            category=category_of("tool_missing"),
-            code="tool_missing",
+        return infra_verdict(
+            task,
+            content_id(task.task_id, text),
+            f"{task.domain}:unavailable",
+            "0",
+            "tool_missing",
+            "import",
+            str(e),
         )
     return verifier.verify(task, code, limits)
