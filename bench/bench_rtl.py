@@ -35,9 +35,7 @@ sys.path.insert(0, str(ROOT))
 from generators.perturb import generator_for  # noqa: E402
 from verifiers.catalog import load_catalog  # noqa: E402
 from verifiers.contract import Limits  # noqa: E402
-from verifiers.rtl.verifier import RtlVerifier  # noqa: E402
-
-SIM_ONLY = ("compile", "simulate")
+from verifiers.rtl.verifier import SIM_ONLY, RtlVerifier  # noqa: E402
 
 
 def candidates(n_tasks: int | None):

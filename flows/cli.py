@@ -55,14 +55,13 @@ SimOnlyOpt = Annotated[
 ]
 
 
-def _limits(sim_only: bool, unconfined: bool, timeout: float | None = None) -> Limits:
-    kw = {}
-    if timeout is not None:
-        kw["timeout_s"] = timeout
-    return Limits(gates=("compile", "simulate") if sim_only else None, unconfined=unconfined, **kw)
+def _limits(sim_only: bool, unconfined: bool) -> Limits:
+    from verifiers.rtl.verifier import SIM_ONLY
+
+    return Limits(gates=SIM_ONLY if sim_only else None, unconfined=unconfined)
 
 
-def _quiet_env(lake: Path) -> None:
+def _quiet_env() -> None:
     # Entry point only: keep Ray quiet and self-contained (library code never sets env).
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -120,7 +119,7 @@ def run(
     from ray_actors import cluster
     from ray_actors.verify import PoolSettings
 
-    _quiet_env(lake)
+    _quiet_env()
     con = render.console()
     settings = JobSettings(
         lake=lake,

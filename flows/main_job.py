@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from generators.perturb import generator_for
 from lake import db
 from lake.schema import Run, candidate_from_row, task_from_row
@@ -28,8 +30,6 @@ from verifiers.contract import Candidate, Limits, Task, Verdict, utc_now
 from verifiers.registry import get_verifier
 
 log = logging.getLogger(__name__)
-
-SIM_ONLY = ("compile", "simulate")
 
 
 @dataclass(frozen=True)
@@ -77,17 +77,23 @@ def run_main_job(settings: JobSettings, reporter: Reporter | None = None) -> Job
     versions_read = lake.versions()
     params = _params(settings)
     error: str | None = None
+    # One DuckDB connection for the whole job: each connect loads the delta extension and
+    # creates every view, and a view reads the table's latest version at each query anyway.
+    con = db.connect(lake)
     try:
-        task_ids = ingest(lake, settings, result, rep)
-        generate(lake, settings, task_ids, result, rep)
-        verify(lake, settings, task_ids, result, rep)
-    except BaseException as e:
-        error = f"{type(e).__name__}: {e}"
-        raise
+        try:
+            task_ids = ingest(lake, settings, result, rep)
+            generate(lake, con, settings, task_ids, result, rep)
+            verify(lake, con, settings, task_ids, result, rep)
+        except BaseException as e:
+            error = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            result.seconds = time.perf_counter() - start
+            _record_run(lake, result, settings, started_at, versions_read, params, error)
+        report(con, result)
     finally:
-        result.seconds = time.perf_counter() - start
-        _record_run(lake, result, settings, started_at, versions_read, params, error)
-    report(lake, result)
+        con.close()
     return result
 
 
@@ -110,9 +116,14 @@ def ingest(lake: Lake, settings: JobSettings, result: JobResult, rep: Reporter) 
 
 
 def generate(
-    lake: Lake, settings: JobSettings, task_ids: list[str], result: JobResult, rep: Reporter
+    lake: Lake,
+    con: duckdb.DuckDBPyConnection,
+    settings: JobSettings,
+    task_ids: list[str],
+    result: JobResult,
+    rep: Reporter,
 ) -> None:
-    tasks = load_tasks(lake, task_ids)
+    tasks = load_tasks(con, task_ids)
     rep.stage("generate", len(tasks))
     n = 0
     with BatchWriter(lake, run_id=result.run_id) as w:
@@ -127,27 +138,28 @@ def generate(
 
 
 def verify(
-    lake: Lake, settings: JobSettings, task_ids: list[str], result: JobResult, rep: Reporter
+    lake: Lake,
+    con: duckdb.DuckDBPyConnection,
+    settings: JobSettings,
+    task_ids: list[str],
+    result: JobResult,
+    rep: Reporter,
 ) -> None:
     t0 = time.perf_counter()
     cluster.start(settings.ray)
     by_domain: dict[str, list[Candidate]] = {}
-    con = db.connect(lake)
-    try:
-        for domain in settings.domains:
-            v = get_verifier(domain)
-            rows = db.rows(
-                con,
-                "pending_verification",
-                domain=domain,
-                verifier=v.name,
-                verifier_version=v.version,
-                task_ids=task_ids,
-            )
-            by_domain[domain] = [candidate_from_row(r) for r in rows]
-    finally:
-        con.close()
-    tasks = load_tasks(lake, sorted({c.task_id for cs in by_domain.values() for c in cs}))
+    for domain in settings.domains:
+        v = get_verifier(domain)
+        rows = db.rows(
+            con,
+            "pending_verification",
+            domain=domain,
+            verifier=v.name,
+            verifier_version=v.version,
+            task_ids=task_ids,
+        )
+        by_domain[domain] = [candidate_from_row(r) for r in rows]
+    tasks = load_tasks(con, sorted({c.task_id for cs in by_domain.values() for c in cs}))
     total = sum(map(len, by_domain.values()))
     rep.stage("verify", total)
     statuses: dict[str, int] = {}
@@ -155,7 +167,7 @@ def verify(
 
         def on_batch(verdicts: list[Verdict]) -> None:
             for v in verdicts:
-                w.add_verdict(v, result.run_id)
+                w.add_verdict(v)
                 statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
             rep.advance(len(verdicts))
 
@@ -170,31 +182,18 @@ def verify(
     rep.done()
 
 
-def load_tasks(lake: Lake, task_ids: list[str]) -> dict[str, Task]:
+def load_tasks(con: duckdb.DuckDBPyConnection, task_ids: list[str]) -> dict[str, Task]:
     if not task_ids:
         return {}
-    con = db.connect(lake)
-    try:
-        rows = (
-            con.execute(
-                "SELECT * FROM tasks WHERE task_id IN (SELECT unnest($ids))", {"ids": task_ids}
-            )
-            .to_arrow_table()
-            .to_pylist()
-        )
-    finally:
-        con.close()
+    sql = "SELECT * FROM tasks WHERE task_id IN (SELECT unnest($ids))"
+    rows = con.execute(sql, {"ids": task_ids}).to_arrow_table().to_pylist()
     return {r["task_id"]: task_from_row(r) for r in rows}
 
 
-def report(lake: Lake, result: JobResult) -> None:
-    con = db.connect(lake)
-    try:
-        result.pass_rates = db.rows(con, "pass_rates")
-        result.taxonomy = db.rows(con, "error_taxonomy")
-        result.survivors = db.rows(con, "perturbation_survivors")
-    finally:
-        con.close()
+def report(con: duckdb.DuckDBPyConnection, result: JobResult) -> None:
+    result.pass_rates = db.rows(con, "pass_rates")
+    result.taxonomy = db.rows(con, "error_taxonomy")
+    result.survivors = db.rows(con, "perturbation_survivors")
 
 
 def _params(settings: JobSettings) -> dict[str, Any]:

@@ -98,7 +98,6 @@ class BatchWriter:
         self.backoff_s = backoff_s
         self.stats: dict[str, TableStats] = {name: TableStats() for name in TABLES}
         self.blobs = BlobStats()
-        self.versions_written: dict[str, int] = {}
         self._buffers: dict[str, list[Mapping[str, Any]]] = {name: [] for name in TABLES}
         self._columns = {name: frozenset(s.columns) for name, s in TABLES.items()}
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -209,7 +208,6 @@ class BatchWriter:
                 continue
             written = len(fresh)
             stats.commits += 1
-            self.versions_written[table] = version
             log.debug("appended %d rows to %s (version %d)", written, table, version)
             break
         stats.written += written

@@ -3,7 +3,7 @@ an existing cluster (`RAY_ADDRESS`) with no code change.
 
 Node resources name what a node can verify: `eda` (Verilog simulators, synthesis),
 `emulator`, `cad`, `GPU`, `NPU`, `cpu`. An actor asking for a resource no node has stays
-pending forever in Ray, so callers check `has_resource` first and report the work as
+pending forever in Ray, so callers check `slots` first and report the work as
 `infra_error` at once.
 """
 
@@ -67,10 +67,6 @@ def start(settings: ClusterSettings) -> dict[str, float]:
             **kwargs,
         )
     return ray.cluster_resources()
-
-
-def has_resource(resource: str) -> bool:
-    return ray.cluster_resources().get(resource, 0) > 0
 
 
 def slots(resource: str) -> int:

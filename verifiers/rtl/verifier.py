@@ -71,6 +71,8 @@ SYNTH_SCRIPT = (
 MAX_VCD_BYTES = 2 * 1024 * 1024
 TRIM_VCD_ABOVE = 256 * 1024
 DEFAULT_SIM_TIMEOUT_S = 10.0
+# Limits(gates=SIM_ONLY): the fast screening mode, compile + simulate only.
+SIM_ONLY = ("compile", "simulate")
 DEFAULT_SIM_CPU_S = 2
 
 # Sim-only constructs that yosys quietly accepts (it drops delays): found in the text.
