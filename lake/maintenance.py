@@ -16,6 +16,8 @@ from typing import Any
 from lake.schema import TABLES, spec
 from lake.store import ARTIFACTS, Lake
 
+BLOB_TEMPS = "artifact_blob_temps"
+
 log = logging.getLogger(__name__)
 
 # Delta's own default for deletedFileRetentionDuration: readers of a version older than
@@ -55,14 +57,13 @@ def vacuum(
     table: str | None = None,
     dry_run: bool = False,
     force: bool = False,
-    full: bool = True,
 ) -> dict[str, list[str]]:
     """Delete files unreferenced for `retention_hours`; the paths removed per table.
 
     Below the 168 h default, a reader still on an older version can lose its files: that
-    takes `force=True`. `full` also deletes data files no commit ever referenced (a writer
-    killed between writing its Parquet and committing leaves those); it lists every file,
-    which is cheap locally and slow on an object store.
+    takes `force=True`. The vacuum is full: it also deletes data files no commit ever
+    referenced (a writer killed between writing its Parquet and committing leaves those);
+    it lists every file, which is cheap locally and slow on an object store.
     """
     if retention_hours < DEFAULT_RETENTION_HOURS and not force:
         raise ValueError(
@@ -75,12 +76,13 @@ def vacuum(
             retention_hours=retention_hours,
             dry_run=dry_run,
             enforce_retention_duration=not force,
-            full=full,
+            full=True,
         )
         out[name] = list(removed)
         log.info("vacuum %s: %d files %s", name, len(removed), "found" if dry_run else "removed")
     if table is None:
-        out[ARTIFACTS] = _sweep_blob_temps(lake, retention_hours, dry_run)
+        # its own key: "artifacts" is also a table, whose removed files are listed above
+        out[BLOB_TEMPS] = _sweep_blob_temps(lake, retention_hours, dry_run)
     return out
 
 

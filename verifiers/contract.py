@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -177,7 +178,7 @@ class Artifact:
     name: str
     data: bytes
 
-    @property
+    @functools.cached_property  # blobs can be megabytes; writers ask for it several times
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lake.maintenance import compact, vacuum
+from lake.maintenance import BLOB_TEMPS, compact, vacuum
 from lake.store import Lake
 from lake.writer import BatchWriter
 from tests.lake.conftest import make_candidate, make_task
@@ -45,7 +45,7 @@ def test_vacuum_sweeps_old_blob_temp_files(lake: Lake) -> None:
     old = time.time() - 3600
     os.utime(tmp, (old, old))
     removed = vacuum(lake, retention_hours=0, force=True)
-    assert removed["artifacts"] == [str(tmp.relative_to(lake.root))]
+    assert removed[BLOB_TEMPS] == [str(tmp.relative_to(lake.root))]
     assert not tmp.exists()
     assert lake.read_artifact(sha) == b"blob"  # a full vacuum of every table spares blobs
 

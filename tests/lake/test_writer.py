@@ -116,7 +116,10 @@ def test_verdict_artifacts_become_blobs_and_rows_committed_before_the_verdict(
     rows = lake.table("artifacts").to_pyarrow_table().to_pylist()
     assert {r["path"] for r in rows} == {f"artifacts/{a.sha256[:2]}/{a.sha256}" for a in (log, vcd)}
     assert {r["verdict_id"] for r in rows} == {v.verdict_id for v in verdicts}
-    assert history[0]["operation"] == "WRITE"
+    # artifact rows are committed no later than the verdicts that point at them
+    art_commit = max(h["timestamp"] for h in lake.table("artifacts").history())
+    verdict_commits = [h["timestamp"] for h in history if h["operation"] == "WRITE"]
+    assert verdict_commits and art_commit <= min(verdict_commits)
 
 
 def test_an_exception_in_the_block_still_flushes_complete_records(lake: Lake) -> None:
@@ -197,9 +200,6 @@ def test_a_killed_writer_leaves_only_whole_batches(tmp_path: Path) -> None:
     assert len(per_batch) >= kills
     assert set(per_batch.values()) == {batch}
     assert pc.count_distinct(t.column("candidate_id")).as_py() == t.num_rows
-    # Killed mid-write leaves data files no commit references: vacuum's work, not a reader's.
-    on_disk = list(lake.table_path("candidates").rglob("*.parquet"))
-    assert len(on_disk) >= len(dt.file_uris())
 
 
 def test_raw_duplicates_written_around_the_writer_are_still_skipped(lake: Lake) -> None:
