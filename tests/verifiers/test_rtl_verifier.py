@@ -416,6 +416,28 @@ def test_a_forged_report_line_does_not_pass(rtl):
     assert v.metrics["sim_mismatches"] > 0
 
 
+def test_a_simulation_that_ends_without_the_report_fails(rtl):
+    # a testbench that stops early on an X output, as strict testbenches do
+    tb = f"""module tb;
+  reg [3:0] a, b; wire [4:0] y;
+  add4 dut(.a(a), .b(b), .y(y));
+  RefModule ref_model(.a(a), .b(b), .y());
+  initial begin
+    a = 1; b = 2;
+    #1 if (^y === 1'bx) $finish;
+    $display("{T} Mismatches: 0 in 1 samples");
+    $finish;
+  end
+endmodule
+"""
+    task = make_task("add4", "combinational", ADD_PORTS, ADD_REF, tb, "none")
+    check(rtl.verify(task, ADD_REF), Status.PASS, "")
+    v = check(
+        rtl.verify(task, add("  wire [4:0] unused;")), Status.WRONG_ANSWER, "no_testbench_report"
+    )
+    assert "without the testbench's report" in v.checks[-1].detail
+
+
 def test_simulator_runtime_error(rtl):
     code = add("  assign y = a + b;\n  initial $no_such_task;")
     check(rtl.verify(ADD, code), Status.RUNTIME_ERROR, "sim_runtime_error")

@@ -14,6 +14,7 @@ work dir is /work: every path below is relative to it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -172,7 +173,9 @@ class RtlVerifier(Verifier):
                 Status.COMPILE_ERROR,
                 "port_mismatch",
                 f"port mismatch: {note}",
-                feedback=errors.feedback(log, ctx.code, dangling, budget, _port_note(ctx, top)),
+                feedback=errors.feedback(
+                    log, ctx.code, dangling, budget, _port_note(ctx, top, problems)
+                ),
             )
         widths = errors.width_warnings(log, top)
         if widths:
@@ -181,7 +184,9 @@ class RtlVerifier(Verifier):
                 Status.COMPILE_ERROR,
                 "width_mismatch",
                 f"port width differs from the interface: {widths[0].message}"[:300],
-                feedback=errors.feedback(log, ctx.code, widths, budget, _port_note(ctx, top)),
+                feedback=errors.feedback(
+                    log, ctx.code, widths, budget, _port_note(ctx, top, problems)
+                ),
             )
         warnings = sum(1 for d in errors.parse_diagnostics(log) if d.is_warning)
         return f"iverilog ok ({warnings} warning(s))"
@@ -298,7 +303,7 @@ class RtlVerifier(Verifier):
         _setup(ctx)
         top = ctx.task.interface["top"]
         _sim_only_always(ctx.code)
-        _write(ctx, "cells.lib", CELLS_LIB.read_text())
+        _write(ctx, "cells.lib", _cells_lib())
         _write(ctx, "latch_map.v", LATCH_MAP)
         script = "; ".join(SYNTH_SCRIPT).replace("{top}", top)
         res = ctx.run(["yosys", "-q", "-l", "synth.log", "-p", script])
@@ -314,7 +319,7 @@ class RtlVerifier(Verifier):
                 feedback="Synthesis (yosys) failed:\n"
                 + _with_source(err, ctx.code, ctx.limits.feedback_chars),
             )
-        drivers = self._initial_only(ctx, top)
+        drivers = self._initial_only_vars(ctx, top)
         if drivers:
             raise GateFail(
                 Status.COMPILE_ERROR,
@@ -343,7 +348,7 @@ class RtlVerifier(Verifier):
         tail = f"; unmapped: {', '.join(unmapped)}" if unmapped else ""
         return f"{cells} cells, area {area:.3f} um^2 (cells.lib){tail}"
 
-    def _initial_only(self, ctx: Context, top: str) -> list[str]:
+    def _initial_only_vars(self, ctx: Context, top: str) -> list[str]:
         if not (ctx.workdir / "elab.net").is_file():  # compile did not run: elaborate alone
             argv = ["iverilog", "-g2012", "-s", top, "-N", "elab.net", "-o", "cand.nul", "cand.sv"]
             res = ctx.run(argv)
@@ -570,10 +575,10 @@ def _port_problems(ctx: Context, top: str) -> list[str]:
     return errors.port_problems(have, want) if have is not None else []
 
 
-def _port_note(ctx: Context, top: str) -> str:
+def _port_note(ctx: Context, top: str, problems: list[str] | None = None) -> str:
     want = ctx.task.interface.get("ports") or ()
     spec = ", ".join(f"{p['direction']} [{p.get('width', 1)}] {p['name']}" for p in want)
-    problems = _port_problems(ctx, top)
+    problems = _port_problems(ctx, top) if problems is None else problems
     lines = [f"The interface of `{top}` is: {spec}."] if spec else []
     lines += [f"Candidate: {p}." for p in problems]
     return "\n".join(lines)
@@ -640,12 +645,22 @@ def _undriven_outputs(netlist_json: str, top: str) -> list[str]:
 _LIB_AREA = re.compile(r"cell\s*\(\s*(\w+)\s*\)\s*\{\s*area\s*:\s*([\d.]+)")
 
 
+@functools.cache
+def _cells_lib() -> str:
+    return CELLS_LIB.read_text()
+
+
+@functools.cache
+def _cell_areas() -> dict[str, float]:
+    return {m[1]: float(m[2]) for m in _LIB_AREA.finditer(_cells_lib())}
+
+
 def _area(stat_json: str) -> tuple[int, float, dict[str, int]]:
     if not stat_json:
         return 0, 0.0, {}
     data = json.loads(stat_json)
     design = data.get("design") or next(iter(data.get("modules", {}).values()), {})
     kinds = design.get("num_cells_by_type", {})
-    areas = {m[1]: float(m[2]) for m in _LIB_AREA.finditer(CELLS_LIB.read_text())}
+    areas = _cell_areas()
     area = sum(areas.get(k, 0.0) * n for k, n in kinds.items())
     return sum(kinds.values()), round(area, 3), dict(kinds)
