@@ -22,6 +22,7 @@ from verifiers.rtl.hdl import (
     REF_PREFIX,
     REF_TOP,
     REPORT_TOKEN,
+    code_only,
     module_names,
     strip_comments,
     strip_strings,
@@ -136,7 +137,7 @@ class Finding:
 
 def harness_names(testbench: str) -> set[str]:
     """Names the testbench owns: its modules and the instances it creates."""
-    code = strip_strings(strip_comments(testbench))
+    code = code_only(testbench)
     mods = set(module_names(code))
     names = set(mods)
     # `Type [#(...)] inst (` for any type: the tb's instances of the dut, the reference

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verifiers.feedback import trim
-from verifiers.rtl.hdl import strip_comments, strip_strings
+from verifiers.rtl.hdl import code_only
 
 CAND_FILE = "cand.sv"
 REF_FILE = "ref.sv"
@@ -116,7 +116,7 @@ def classify(log: str, candidate: str) -> tuple[str, list[Diag]]:
     lines = candidate.splitlines()
     for d in errors:
         on_cand = d.file == CAND_FILE and 0 < d.line <= len(lines)
-        if on_cand and "syntax" in d.message.lower() and bad_literal(_code_of(lines[d.line - 1])):
+        if on_cand and "syntax" in d.message.lower() and bad_literal(code_only(lines[d.line - 1])):
             return "malformed_literal", [d]
     for rule, rx in _COMPILED:
         hits = [
@@ -127,10 +127,6 @@ def classify(log: str, candidate: str) -> tuple[str, list[Diag]]:
         if hits:
             return rule.code, hits
     return "compile_error", errors
-
-
-def _code_of(line: str) -> str:
-    return strip_strings(strip_comments(line))
 
 
 def width_warnings(log: str, top: str) -> list[Diag]:
@@ -162,7 +158,7 @@ def feedback(
         if d.file == CAND_FILE and 0 < d.line <= len(lines) and d.line not in shown:
             shown.add(d.line)
             out.append(f"    {d.line} | {lines[d.line - 1].rstrip()}")
-            lit = bad_literal(_code_of(lines[d.line - 1])) if "syntax" in d.message else None
+            lit = bad_literal(code_only(lines[d.line - 1])) if "syntax" in d.message else None
             if lit:
                 out.append(f"    note: `{lit}` has a digit its base does not allow")
     if not out:
@@ -234,7 +230,7 @@ def _idents(text: str) -> list[str]:
 def candidate_ports(source: str, top: str) -> dict[str, str | None] | None:
     """Port name -> direction (None where the text does not say) of module `top`, or None
     when the header cannot be read (the compiler will have its say)."""
-    code = strip_strings(strip_comments(source))
+    code = code_only(source)
     m = re.search(
         rf"\b(?:module|macromodule)\s+(?:automatic\s+|static\s+)?{re.escape(top)}\b", code
     )

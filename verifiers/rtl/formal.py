@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verifiers.rtl.hdl import REF_TOP, strip_comments, strip_strings
+from verifiers.rtl.hdl import REF_TOP, code_only
 
 MITER = "crucible_miter"
 REPLAY = "crucible_replay"
@@ -38,7 +38,7 @@ _X_LITERAL = re.compile(r"'\s*[sS]?[bBoOhHdD]?\s*[0-9a-fA-F_zZ?]*[xX]")
 
 
 def reference_has_x(reference: str) -> bool:
-    return bool(_X_LITERAL.search(strip_strings(strip_comments(reference))))
+    return bool(_X_LITERAL.search(code_only(reference)))
 
 
 # --- combinational ------------------------------------------------------------------------

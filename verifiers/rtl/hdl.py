@@ -36,6 +36,12 @@ def strip_strings(source: str) -> str:
     return _STRINGS.sub('""', source)
 
 
+def code_only(source: str) -> str:
+    """The source without comments and with string literals emptied: what the tools see as
+    code (line numbers kept)."""
+    return strip_strings(strip_comments(source))
+
+
 def module_names(source: str) -> list[str]:
     return _MODULE.findall(strip_comments(source))
 

@@ -27,10 +27,9 @@ from verifiers.feedback import trim
 from verifiers.rtl import anticheat, errors, formal, waves
 from verifiers.rtl.hdl import (
     REPORT_TOKEN,
+    code_only,
     module_names,
     rename_reference,
-    strip_comments,
-    strip_strings,
 )
 
 INSTALL = "apt-get install -y iverilog verilator yosys"
@@ -503,7 +502,7 @@ class RtlVerifier(Verifier):
 def _sim_only_always(code: str) -> None:
     """`always #d ...`: yosys drops the delay and synthesizes something; no hardware
     runs on a delay, so it is refused before that."""
-    text = strip_strings(strip_comments(code))
+    text = code_only(code)
     m = _DELAY_ONLY_ALWAYS.search(text)
     if not m:
         return
@@ -545,7 +544,7 @@ def _setup(ctx: Context) -> dict[str, Any]:
 
 def _roots(tb: str) -> list[str]:
     """The testbench's top modules: the ones it does not instantiate itself."""
-    code = strip_strings(strip_comments(tb))
+    code = code_only(tb)
     mods = module_names(code)
     roots = [
         m
