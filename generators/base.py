@@ -46,9 +46,6 @@ class CandidateSet:
         self.candidates: list[Candidate] = []
         self._seen: set[str] = set()
 
-    def __len__(self) -> int:
-        return len(self.candidates)
-
     def add(self, code: str, origin: str, generator: str) -> bool:
         if origin not in ORIGINS:
             raise ValueError(f"origin {origin!r} is not one of {', '.join(ORIGINS)}")

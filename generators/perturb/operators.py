@@ -75,32 +75,32 @@ class OperatorGenerator(Generator):
         out.add(ref, "reference", "catalog:reference")
         for rw in self.rewrites:
             code = rw.apply(ref, seeded_rng(task.task_id, rw.name, str(seed)))
-            self._offer(out, ref, code, "rewrite", rw.name)
+            self._offer(out, code, "rewrite", rw.name)
         self._perturb(task, ref, out, n, seed)
         return out.candidates
 
     def _perturb(self, task: Task, ref: str, out: CandidateSet, n: int | None, seed: int) -> None:
         order = list(self.mutations)
         seeded_rng(task.task_id, "order", str(seed)).shuffle(order)
-        cap = len(order) if n is None else n
         made = 0
         for k in range(1 if n is None else self.max_rounds):
             before = made
             for op in order:
-                if made >= cap:
+                if n is not None and made >= n:
                     return
                 parts = (task.task_id, op.name, str(seed)) + ((str(k),) if k else ())
                 code = op.apply(ref, seeded_rng(*parts))
-                made += self._offer(out, ref, code, "perturb", op.name)
+                made += self._offer(out, code, "perturb", op.name)
             if made == before:
                 return
 
-    def _offer(self, out: CandidateSet, ref: str, code: str | None, origin: str, op: str) -> bool:
+    def _offer(self, out: CandidateSet, code: str | None, origin: str, op: str) -> bool:
         key = f"{origin}:{op}"
         if code is None:
             self.stats[f"{key}.not_applicable"] += 1
             return False
-        if code == ref or not out.add(code, origin, key):
+        # the reference went in first, so a copy of it is a duplicate like any other
+        if not out.add(code, origin, key):
             self.stats[f"{key}.duplicate"] += 1
             return False
         self.stats[f"{key}.produced"] += 1

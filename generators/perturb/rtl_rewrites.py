@@ -33,6 +33,7 @@ from generators.perturb.verilog import (
     Source,
     analyze,
     depth0,
+    lex,
     match_backward,
     match_forward,
     splice,
@@ -87,8 +88,8 @@ def reformat(source: str, rng: random.Random) -> str | None:
         )
         edits.append((t.start, t.end, " " if glued else ""))
     text = splice(source, edits)
-    toks = analyze(text).toks
-    directives = [(t.start, t.end) for t in analyze(text).aside if t.kind == "directive"]
+    toks, aside = lex(text)  # tokens only: a one-off text need not be parsed or cached
+    directives = [(t.start, t.end) for t in aside if t.kind == "directive"]
     line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
     first_tok: dict[int, int] = {}
     last_tok: dict[int, int] = {}

@@ -203,7 +203,6 @@ class Module:
     end: int  # `endmodule` token
     ports: list[Port] = field(default_factory=list)
     ansi: bool = True
-    header: tuple[int, int] | None = None  # ( and ) of the port list
     decls: list[Decl] = field(default_factory=list)
     consts: set[str] = field(default_factory=set)  # parameters, localparams, enum members
     # The constants declared together (one localparam statement, one enum): a state
@@ -219,10 +218,6 @@ class Module:
 
     def port(self, name: str) -> Port | None:
         return next((p for p in self.ports if p.name == name), None)
-
-    def direction(self, name: str) -> str | None:
-        p = self.port(name)
-        return p.direction if p else None
 
 
 @dataclass
@@ -347,7 +342,6 @@ class _Reader:
             j = close + 1
         if self.text(j) == "(":
             close = self.match(j)
-            mod.header = (j, close)
             self.header_ports(j + 1, close, mod)
             j = close + 1
         j = self.expect(j, ";") + 1

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from generators.base import seeded_rng
-from generators.perturb import generator_for, known_domains
+from generators.perturb import generator_for, known_domains, register
 from generators.perturb.rtl import MUTATIONS, REWRITES, RtlPerturbGenerator
 from generators.perturb.verilog import lex
 from verifiers.catalog import load_catalog
@@ -228,6 +228,13 @@ def test_registry_gives_a_fresh_rtl_generator():
     assert generator_for("rtl") is not gen
     with pytest.raises(ValueError, match="no perturb generator"):
         generator_for("cad")
+
+
+def test_registry_refuses_a_silent_overwrite():
+    register("rtl", "generators.perturb.rtl:RtlPerturbGenerator")  # the same path: fine
+    with pytest.raises(ValueError, match="already has a perturb generator"):
+        register("rtl", "somewhere.else:Other")
+    assert isinstance(generator_for("rtl"), RtlPerturbGenerator)
 
 
 # --- each operator, alone ---------------------------------------------------------------------
