@@ -109,7 +109,9 @@ class BatchWriter:
         """Buffer rows (dicts with exactly the table's columns); flushes at `batch_size`."""
         if self._closed:
             raise RuntimeError("BatchWriter is closed")
-        columns = self._columns.get(table) or self._columns[spec(table).name]
+        if table not in self._columns:
+            spec(table)  # raises with the list of known tables
+        columns = self._columns[table]
         buf = self._buffers[table]
         stats = self.stats[table]
         for row in rows:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifiers.rtl.hdl import REF_TOP, REPORT_TOKEN, strip_comments
+from verifiers.rtl.hdl import REF_TOP, REPORT_TOKEN, module_names, strip_comments
 from verifiers.rtl.ports import PortReadError, read_ports
 
 log = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ def import_problem(
     prompt = files["prompt"].read_text(encoding="utf-8")
     ref = files["ref"].read_text(encoding="utf-8")
     test = files["test"].read_text(encoding="utf-8")
-    if REF_TOP not in re.findall(r"\bmodule\s+(\w+)", strip_comments(ref)):
+    if REF_TOP not in module_names(ref):
         raise PortParseError(f"{files['ref'].name}: no module {REF_TOP}")
     interface = infer_interface(reference_ports(ref), ref)
     spec = {
