@@ -166,6 +166,48 @@ TABLES: dict[str, TableSpec] = {
             ),
             "trajectory_id",
         ),
+        # One row per candidate per dedup pass. A pass recomputes clusters over the whole
+        # lake, so a candidate gets a new row only when its outcome changed (the id hashes
+        # the outcome); `latest_dedup` shows the newest row per candidate.
+        TableSpec(
+            "dedup",
+            pa.schema(
+                [
+                    _id("dedup_id"),
+                    ("candidate_id", pa.string()),
+                    ("task_id", pa.string()),
+                    pa.field("domain", pa.string(), nullable=False),
+                    ("exact_key", pa.string()),  # sha256 of the normalized code
+                    ("cluster_id", pa.string()),  # candidate_id of the cluster's keeper
+                    ("cluster_size", pa.int64()),
+                    ("keeper", pa.bool_()),
+                    ("contaminated", pa.bool_()),
+                    ("contamination", pa.string()),  # why: the holdout task and the overlap
+                    ("params", pa.string()),  # JSON: threshold, num_perm, shingle, bands, ngram
+                    ("run_id", pa.string()),
+                    ("created_at", TIMESTAMP),
+                ]
+            ),
+            "dedup_id",
+        ),
+        # One row per export written: its manifest is what rebuilds it.
+        TableSpec(
+            "exports",
+            pa.schema(
+                [
+                    _id("export_id"),
+                    ("name", pa.string()),
+                    ("path", pa.string()),
+                    ("kinds", pa.list_(pa.string())),
+                    ("rows", pa.int64()),
+                    ("manifest", pa.string()),  # JSON
+                    ("run_id", pa.string()),
+                    ("created_at", TIMESTAMP),
+                ]
+            ),
+            "export_id",
+            partition_by=(),
+        ),
         TableSpec(
             "runs",
             pa.schema(

@@ -46,7 +46,16 @@ log = logging.getLogger(__name__)
 # Rows refer to rows of earlier tables (a verdict to its artifacts, a run row closes the
 # run): flushing a table first flushes every table before it, so whatever a committed row
 # points at was committed no later than it.
-FLUSH_ORDER = ("tasks", "candidates", "artifacts", "verdicts", "trajectories", "runs")
+FLUSH_ORDER = (
+    "tasks",
+    "candidates",
+    "artifacts",
+    "verdicts",
+    "trajectories",
+    "dedup",
+    "exports",
+    "runs",
+)
 
 # delta-rs reports a lost race for the next log version in these words when it does not
 # raise CommitFailedError itself.
