@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
-from verifiers.contract import ORIGINS, Candidate, Task, content_id
+from verifiers.contract import ORIGINS, Candidate, Task, Verdict, content_id
 
 
 def seeded_rng(*parts: str) -> random.Random:
@@ -31,6 +33,50 @@ class Generator:
 
     def generate(self, task: Task, *, n: int | None = None, seed: int = 0) -> list[Candidate]:
         raise NotImplementedError
+
+    def repair(self, request: RepairRequest, *, seed: int = 0) -> list[Candidate]:
+        """Fixes for one failed candidate: origin `repair`, `parent_id` the failed one,
+        `attempt` one more than its. Empty when this generator has no fix to offer."""
+        raise NotImplementedError(f"generator {self.name!r} does not repair")
+
+    # Batch forms: a stage hands a generator all its work at once so that a remote one can
+    # overlap requests. Results come back in input order. The defaults just loop.
+    def generate_many(
+        self, tasks: Sequence[Task], *, n: int | None = None, seed: int = 0
+    ) -> Iterator[tuple[Task, list[Candidate]]]:
+        for task in tasks:
+            yield task, self.generate(task, n=n, seed=seed)
+
+    def repair_many(
+        self, requests: Sequence[RepairRequest], *, seed: int = 0
+    ) -> Iterator[tuple[RepairRequest, list[Candidate]]]:
+        for req in requests:
+            yield req, self.repair(req, seed=seed)
+
+
+@dataclass(frozen=True)
+class RepairRequest:
+    """One failed candidate to fix: what the repair stage selected from the lake.
+
+    `verified` holds the task's candidates that passed (the offline repair rebuilds from
+    the nearest of them; a model never sees them).
+    """
+
+    task: Task
+    failed: Candidate
+    verdict: Verdict
+    verified: tuple[Candidate, ...] = ()
+
+    def child(self, code: str, generator: str, prompt: str | None = None) -> Candidate:
+        return Candidate(
+            task_id=self.task.task_id,
+            code=code,
+            origin="repair",
+            generator=generator,
+            prompt=prompt,
+            parent_id=self.failed.candidate_id,
+            attempt=self.failed.attempt + 1,
+        )
 
 
 class CandidateSet:

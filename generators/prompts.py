@@ -76,7 +76,8 @@ def style(domain: str) -> DomainStyle:
     try:
         return STYLES[domain]
     except KeyError:
-        raise ValueError(f"no prompt style for domain {domain!r}; known: {', '.join(STYLES)}")
+        known = ", ".join(STYLES)
+        raise ValueError(f"no prompt style for domain {domain!r}; known: {known}") from None
 
 
 def instruction(task: Task) -> str:
