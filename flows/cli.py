@@ -61,19 +61,31 @@ def _limits(sim_only: bool, unconfined: bool) -> Limits:
     return Limits(gates=SIM_ONLY if sim_only else None, unconfined=unconfined)
 
 
-def _quiet_env() -> None:
-    # Entry point only: keep Ray quiet and self-contained (library code never sets env).
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+def _quiet_env(verbose: bool) -> None:
+    # Entry point only (library code never sets env), before Prefect or Ray is imported:
+    # keep both quiet and self-contained, Prefect's console lines out of the progress bar,
+    # and Crucible's own log records on their way to the Prefect UI.
+    env = {
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_DEDUP_LOGS": "0",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOGGING_EXTRA_LOGGERS": "flows,lake,ray_actors,generators",
+        "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO" if verbose else "WARNING",
+    }
+    for k, v in env.items():
+        os.environ.setdefault(k, v)
 
 
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False):
+    level = logging.INFO if verbose else logging.WARNING
+    handler = logging.StreamHandler()
+    handler.setLevel(level)  # loggers that set their own level (Prefect's) still stop here
     logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+        level=level, format="%(levelname)s %(name)s: %(message)s", handlers=[handler]
     )
+    _quiet_env(verbose)
 
 
 class _RichReporter:
@@ -94,6 +106,16 @@ class _RichReporter:
             self.progress.update(self.task, total=t.completed or 1, completed=t.completed or 1)
 
 
+StagesOpt = Annotated[
+    str,
+    typer.Option(
+        "--stages",
+        help="Comma-separated stages to run, in pipeline order: "
+        "generate,verify,repair,dedup,export.",
+    ),
+]
+
+
 @app.command()
 def run(
     lake: LakeOpt = DEFAULT_LAKE,
@@ -102,78 +124,171 @@ def run(
     task: Annotated[
         list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
     ] = None,
+    stages: StagesOpt = "generate,verify,repair,dedup,export",
+    generator: Annotated[
+        str,
+        typer.Option(
+            help="perturb (offline: reference, rewrites, realistic bugs), openai (any "
+            "OpenAI-compatible endpoint, e.g. `vllm serve`) or vllm (in-process, GPU node)."
+        ),
+    ] = "perturb",
+    model: Annotated[str | None, typer.Option(help="Model name for openai / vllm.")] = None,
+    base_url: Annotated[
+        str, typer.Option(help="OpenAI-compatible endpoint (vllm serve's default).")
+    ] = "http://localhost:8000/v1",
+    samples: Annotated[int, typer.Option(help="openai/vllm: samples per task.")] = 4,
+    temperature: Annotated[float, typer.Option(help="openai/vllm: sampling temperature.")] = 0.8,
+    max_tokens: Annotated[int, typer.Option(help="openai/vllm: max tokens per answer.")] = 2048,
+    concurrency: Annotated[int, typer.Option(help="openai: requests in flight.")] = 8,
+    candidates_per_task: Annotated[
+        int | None,
+        typer.Option(help="perturb: mutations per task (default: one per operator)."),
+    ] = None,
+    repair_rounds: Annotated[int, typer.Option(help="Repair rounds per failed candidate.")] = 2,
     workers: Annotated[
         int | None,
         typer.Option(help="Verifier actors (default: one per slot of the node resource)"),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Candidates per actor call.")] = 8,
     seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
+    export_dir: Annotated[
+        Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
+    ] = None,
+    mix: Annotated[
+        str | None,
+        typer.Option(
+            help='Export mix as JSON or a .json file: {"domain": {"rtl": 1}, "level": '
+            '{"1": 1, "3": 2}, "origin": {...}}.'
+        ),
+    ] = None,
     sim_only: SimOnlyOpt = False,
     unconfined: UnconfinedOpt = False,
 ) -> None:
-    """Run the main job: ingest the catalog, generate candidates (reference, rewrites,
-    perturbations), verify them all on Ray actors, write the lake, print pass rates and
-    the error taxonomy. Re-running resumes: work already in the lake is not redone."""
-    from flows.main_job import JobSettings, run_main_job
+    """Run the pipeline as a Prefect flow: generate candidates for the catalog's tasks,
+    verify them on Ray actors, repair failures from the tools' feedback, dedup, and
+    export SFT/DPO data; everything lands in the Delta lake. Re-running resumes: work
+    already in the lake is not redone. With no options: the built-in catalog, offline."""
+    from flows.pipeline import pipeline_flow
+    from flows.stages import PipelineSettings, reporting
     from lake.store import LakeError
     from ray_actors import cluster
     from ray_actors.verify import PoolSettings
 
-    _quiet_env()
-    con = render.console()
-    settings = JobSettings(
+    llm = None
+    if generator != "perturb":
+        llm = {
+            "model": model,
+            "base_url": base_url,
+            "n": samples,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "concurrency": concurrency,
+            "api_key": os.environ.get("OPENAI_API_KEY", ""),
+        }
+    settings = PipelineSettings(
         lake=lake,
         task_roots=tuple(tasks or [DEFAULT_TASKS]),
         domains=tuple(domain or ["rtl"]),
         task_names=tuple(task) if task else None,
+        stages=_stages(stages),
+        generator=generator,
+        llm=llm,
+        candidates_per_task=candidates_per_task,
+        repair_rounds=repair_rounds,
         limits=_limits(sim_only, unconfined),
         seed=seed,
         pool=PoolSettings(workers=workers, batch_size=batch_size),
-        ray=cluster.ClusterSettings(temp_dir=None),
+        export={"mix": _mix(mix)} if mix else {},
+        export_dir=export_dir,
     )
-    progress = Progress(
-        TextColumn("{task.description:<9}"),
+    con = render.console()
+    progress = _progress(con)
+    try:
+        with progress, reporting(_RichReporter(progress)):
+            result = pipeline_flow(settings)
+    except LakeError as e:
+        con.print(f"[bold red]lake error:[/] {e}")
+        raise typer.Exit(2) from None
+    except ValueError as e:
+        con.print(f"[bold red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    finally:
+        cluster.shutdown()
+    _print_result(con, result, lake)
+    if result["refused"]:
+        raise typer.Exit(1)
+
+
+def _stages(text: str) -> tuple[str, ...]:
+    from flows.stages import STAGES
+
+    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in wanted if s not in STAGES]
+    if bad or not wanted:
+        raise typer.BadParameter(
+            f"unknown stage(s) {', '.join(bad) or '(none given)'}; choose from {','.join(STAGES)}",
+            param_hint="--stages",
+        )
+    return wanted
+
+
+def _mix(text: str) -> dict:
+    try:
+        raw = Path(text).read_text() if text.endswith(".json") else text
+        mix = json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise typer.BadParameter(f"not JSON or a readable .json file: {e}", "--mix") from None
+    if not isinstance(mix, dict) or not set(mix) <= {"domain", "level", "origin"}:
+        raise typer.BadParameter(
+            'expected {"domain": {...}, "level": {...}, "origin": {...}} weights', "--mix"
+        )
+    return mix
+
+
+def _progress(con) -> Progress:
+    return Progress(
+        TextColumn("{task.description:<10}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=con,
     )
-    try:
-        with progress:
-            result = run_main_job(settings, _RichReporter(progress))
-    except LakeError as e:
-        con.print(f"[bold red]lake error:[/] {e}")
-        raise typer.Exit(2) from None
-    finally:
-        cluster.shutdown()
-    for e in result.refused:
+
+
+def _print_result(con, result: dict, lake: Path) -> None:
+    for e in result["refused"]:
         con.print(f"[bold red]refused task[/] {e}")
+    c = result["counts"]
+    verified, vsec = c.get("verified", 0), c.get("verify_seconds", 0)
     con.print(
-        f"run {result.run_id[:12]}: {result.tasks} tasks, {result.candidates} candidates, "
-        f"{result.verified} verified in {result.verify_seconds:.1f}s "
-        f"({result.verified / max(result.verify_seconds, 1e-9):.1f}/s), "
-        f"total {result.seconds:.1f}s; lake {lake}"
+        f"run {result['run_id'][:12]}: {c.get('tasks', 0)} tasks, "
+        f"{c.get('generated', 0)} candidates generated, {verified} verified in {vsec:.1f}s "
+        f"({verified / max(vsec, 1e-9):.1f}/s), {c.get('repair_candidates', 0)} repairs, "
+        f"{c.get('trajectories_written', 0)} trajectories, total {result['seconds']:.1f}s; "
+        f"lake {lake}"
     )
     _print_rows(
         con,
         "pass rates (sql/pass_rates.sql)",
-        result.pass_rates,
+        result["pass_rates"],
         ["domain", "level", "origin", "candidates", "passed", "pass_rate", "infra_errors"],
     )
     _print_rows(
         con,
         "error taxonomy (sql/error_taxonomy.sql)",
-        result.taxonomy,
+        result["taxonomy"],
         ["status", "category", "code", "count", "share"],
     )
     _print_rows(
         con,
         "perturbations that passed (sql/perturbation_survivors.sql)",
-        [r for r in result.survivors if r["survived"]],
+        [r for r in result["survivors"] if r["survived"]],
         ["generator", "perturbed", "survived", "survived_on"],
     )
-    if result.refused:
-        raise typer.Exit(1)
+    if c.get("export_path"):
+        kinds = {k[7:]: v for k, v in c.items() if k.startswith("export_") and k != "export_path"}
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+        con.print(f"export: {c['export_path']} ({shown})")
 
 
 def _print_rows(con, title: str, rows: list[dict], cols: list[str]) -> None:

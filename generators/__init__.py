@@ -1,0 +1,39 @@
+"""Candidate producers behind one interface (`generators.base.Generator`).
+
+`make_generator(name, llm)` builds one by name: `perturb` (offline, the default), `openai`
+(any OpenAI-compatible endpoint, e.g. `vllm serve`) or `vllm` (the in-process engine on a
+GPU Ray actor). Imports happen on first use, with an install hint when they fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from generators.base import Generator
+
+GENERATORS: dict[str, str] = {
+    "perturb": "generators.perturb:PerturbChannel",
+    "openai": "generators.openai:OpenAIGenerator",
+    "vllm": "generators.vllm:VllmGenerator",
+}
+
+
+def make_generator(name: str, llm: Mapping[str, Any] | None = None) -> Generator:
+    """The generator `name`; `llm` holds LLMSettings fields for the model-backed ones."""
+    try:
+        dotted = GENERATORS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown generator {name!r}; choose one of: {', '.join(GENERATORS)}"
+        ) from None
+    module_name, _, cls_name = dotted.partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    if name == "perturb":
+        return cls()
+    from generators.settings import LLMSettings
+
+    if not llm or not llm.get("model"):
+        raise ValueError(f"the {name} generator needs a model: pass --model (and --base-url)")
+    return cls(LLMSettings.from_dict(dict(llm)))

@@ -26,6 +26,9 @@ class Generator:
     """A candidate producer. Subclasses set `name` and implement `generate`."""
 
     name: ClassVar[str] = ""
+    # The origins this generator writes: a generate stage counts a task's existing
+    # candidates of these origins (and this generator's label) to know what is left to do.
+    origins: ClassVar[tuple[str, ...]] = ("llm",)
 
     def __init__(self) -> None:
         # Counters instead of log lines: a stage reads them after a run (datatrove style).

@@ -1,4 +1,5 @@
-"""Offline generators: the reference, rewrites of it, and mutations, per domain.
+"""Offline generators: the reference, rewrites of it, and mutations, per domain; and the
+offline repair (reconstruction from the nearest verified variant).
 
 Domains map to dotted paths imported on first use (as `verifiers.registry` does), so
 importing this package costs nothing for domains a stage does not touch.
@@ -7,8 +8,10 @@ importing this package costs nothing for domains a stage does not touch.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 
-from generators.base import Generator
+from generators.base import Generator, RepairRequest
+from verifiers.contract import Candidate, Task
 
 _REGISTRY: dict[str, str] = {
     "rtl": "generators.perturb.rtl:RtlPerturbGenerator",
@@ -36,3 +39,38 @@ def generator_for(domain: str) -> Generator:
     module_name, _, cls_name = dotted.partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
     return cls()
+
+
+class PerturbChannel(Generator):
+    """The offline channel behind the common interface: each task goes to its domain's
+    perturb generator; repairs go to reference-guided reconstruction."""
+
+    name = "perturb"
+    origins = ("reference", "rewrite", "perturb")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_domain: dict[str, Generator] = {}
+        self._repairer: Generator | None = None
+
+    def generate(self, task: Task, *, n: int | None = None, seed: int = 0) -> list[Candidate]:
+        gen = self._by_domain.get(task.domain)
+        if gen is None:
+            gen = self._by_domain[task.domain] = generator_for(task.domain)
+        out = gen.generate(task, n=n, seed=seed)
+        self.stats.update(gen.stats)
+        gen.stats.clear()
+        return out
+
+    def repair(self, request: RepairRequest, *, seed: int = 0) -> list[Candidate]:
+        if self._repairer is None:
+            from generators.perturb.repair import ReconstructRepair
+
+            self._repairer = ReconstructRepair()
+        out = self._repairer.repair(request, seed=seed)
+        self.stats.update({f"repair_{k}": v for k, v in self._repairer.stats.items()})
+        self._repairer.stats.clear()
+        return out
+
+    def known(self) -> Sequence[str]:
+        return known_domains()

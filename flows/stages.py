@@ -1,0 +1,514 @@
+"""The pipeline's stages as plain functions: ingest, generate, verify, repair, dedup, export.
+
+Every stage follows the one rule of state: it selects its work from the lake with SQL,
+does it and appends the results. Killing a run at any point and starting it again finishes
+the work: ids are content hashes, the writer skips ids already present, and each stage's
+selection only returns what is left (candidates without a verdict of the current verifier
+version, failed candidates without a repair, tasks without candidates).
+
+`flows.pipeline` wraps these in Prefect flows; they know nothing of Prefect themselves, so
+a test or a bench can call them directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from generators import make_generator
+from generators.base import Generator, RepairRequest
+from lake import db
+from lake.schema import Trajectory, Turn, candidate_from_row, task_from_row, verdict_from_row
+from lake.store import Lake
+from lake.writer import BatchWriter
+from ray_actors import cluster
+from ray_actors.verify import PoolSettings, verify_candidates
+from verifiers.catalog import TaskSpecError, load_catalog
+from verifiers.contract import Candidate, Limits, Task, Verdict
+from verifiers.registry import get_verifier
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
+STAGES = ("generate", "verify", "repair", "dedup", "export")
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Everything a pipeline run is parameterised by (loaded once, at the entry point)."""
+
+    lake: Path = Path("crucible-lake")
+    task_roots: tuple[Path, ...] = (DEFAULT_TASKS,)
+    domains: tuple[str, ...] = ("rtl",)
+    task_names: tuple[str, ...] | None = None  # the tasks filter: None = every task
+    stages: tuple[str, ...] = STAGES
+    generator: str = "perturb"  # perturb | openai | vllm
+    llm: dict[str, Any] | None = None  # LLMSettings fields for openai / vllm
+    candidates_per_task: int | None = None  # perturb: mutations per task (None: one round)
+    repair_rounds: int = 2
+    limits: Limits = field(default_factory=Limits)
+    seed: int = 0
+    pool: PoolSettings = field(default_factory=PoolSettings)
+    ray: cluster.ClusterSettings = field(default_factory=cluster.ClusterSettings)
+    verdict_batch: int = 256  # verdicts per lake commit: what a crash can cost to redo
+    tasks_per_commit: int = 16  # generate: whole tasks per commit (see `generate`)
+    dedup: dict[str, Any] = field(default_factory=dict)  # DedupSettings fields
+    export: dict[str, Any] | None = field(default_factory=dict)  # ExportSettings; None: skip
+    export_dir: Path | None = None  # default: <lake>/exports
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "lake": str(self.lake),
+            "task_roots": [str(p) for p in self.task_roots],
+            "domains": list(self.domains),
+            "task_names": list(self.task_names) if self.task_names else None,
+            "stages": list(self.stages),
+            "generator": self.generator,
+            "llm": {k: v for k, v in (self.llm or {}).items() if k != "api_key"} or None,
+            "candidates_per_task": self.candidates_per_task,
+            "repair_rounds": self.repair_rounds,
+            "limits": self.limits.to_dict(),
+            "seed": self.seed,
+            "workers": self.pool.workers,
+            "batch_size": self.pool.batch_size,
+            "dedup": self.dedup,
+            "export": self.export,
+        }
+
+
+# --- progress: the CLI plugs rich in; flows and tests leave it silent --------------------
+
+
+class Reporter:
+    def stage(self, name: str, total: int | None = None) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def done(self) -> None: ...
+
+
+_REPORTER: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar(
+    "crucible_reporter", default=None
+)
+_SILENT = Reporter()
+
+
+@contextlib.contextmanager
+def reporting(reporter: Reporter) -> Iterator[None]:
+    """Show stage progress on `reporter` for the calls made inside the block.
+
+    A context variable rather than a parameter: flow parameters are recorded by Prefect
+    and must be data; Prefect copies the context into the threads that run its tasks.
+    """
+    token = _REPORTER.set(reporter)
+    try:
+        yield
+    finally:
+        _REPORTER.reset(token)
+
+
+def reporter() -> Reporter:
+    return _REPORTER.get() or _SILENT
+
+
+# --- the context a stage runs in --------------------------------------------------------
+
+
+@dataclass
+class StageContext:
+    settings: PipelineSettings
+    lake: Lake
+    con: duckdb.DuckDBPyConnection
+    run_id: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    refused: list[TaskSpecError] = field(default_factory=list)
+
+    def count(self, key: str, n: int | float) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+
+@contextlib.contextmanager
+def stage_context(settings: PipelineSettings, run_id: str) -> Iterator[StageContext]:
+    """One lake handle and one DuckDB connection for a whole run: each connect loads the
+    delta extension and creates every view, and a view reads the latest version anyway."""
+    lake = Lake(settings.lake)  # a bad lake path stops the run here, before any work
+    con = db.connect(lake)
+    try:
+        yield StageContext(settings, lake, con, run_id)
+    finally:
+        con.close()
+
+
+def task_ids(ctx: StageContext) -> list[str]:
+    """The tasks this run works on: the tasks filter applied to the lake's tasks."""
+    s = ctx.settings
+    rows = db.rows(
+        ctx.con,
+        "select_tasks",
+        domains=list(s.domains),
+        names=list(s.task_names) if s.task_names else None,
+    )
+    return [r["task_id"] for r in rows]
+
+
+def load_tasks(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Task]:
+    if not ids:
+        return {}
+    sql = "SELECT * FROM tasks WHERE task_id IN (SELECT unnest($ids))"
+    rows = con.execute(sql, {"ids": ids}).to_arrow_table().to_pylist()
+    return {r["task_id"]: task_from_row(r) for r in rows}
+
+
+# --- ingest -----------------------------------------------------------------------------
+
+
+def ingest(ctx: StageContext) -> None:
+    """The task catalog into the `tasks` table; malformed tasks are refused, not written."""
+    s = ctx.settings
+    tasks: list[Task] = []
+    for root in s.task_roots:
+        loaded, errors = load_catalog(root, s.domains, s.task_names)
+        tasks += loaded
+        ctx.refused += errors
+    for e in ctx.refused:
+        log.warning("refused task: %s", e)
+    with BatchWriter(ctx.lake, run_id=ctx.run_id) as w:
+        for t in tasks:
+            w.add_task(t)
+    ctx.count("tasks", len(tasks))
+    ctx.count("tasks_refused", len(ctx.refused))
+    ctx.count("tasks_written", w.stats["tasks"].written)
+
+
+# --- generate ---------------------------------------------------------------------------
+
+
+def generator(ctx: StageContext) -> Generator:
+    return make_generator(ctx.settings.generator, ctx.settings.llm)
+
+
+def generate(ctx: StageContext, gen: Generator | None = None) -> None:
+    """Candidates for the tasks that still lack them (`sql/generation_todo.sql`).
+
+    A task's candidates are committed together (whole tasks per commit), so a task with
+    any candidate of this generator's channel is complete and a rerun skips it.
+    """
+    s = ctx.settings
+    gen = gen or generator(ctx)
+    want = _wanted_per_task(s, gen)
+    todo = db.rows(
+        ctx.con,
+        "generation_todo",
+        task_ids=task_ids(ctx),
+        origins=list(gen.origins),
+        generator=_generator_label(s, gen),
+    )
+    todo = [r for r in todo if r["have"] < want]
+    tasks = load_tasks(ctx.con, [r["task_id"] for r in todo])
+    have = {r["task_id"]: r["have"] for r in todo}
+    rep = reporter()
+    rep.stage("generate", len(tasks))
+    made = 0
+    # The writer never flushes on its own here: commits hold whole tasks.
+    with BatchWriter(ctx.lake, run_id=ctx.run_id, batch_size=10**9) as w:
+        done = 0
+        for n, group in _by_shortfall(s, want, tasks, have):
+            for task, cands in gen.generate_many(group, n=n, seed=s.seed):
+                for c in cands:
+                    w.add_candidate(replace(c, run_id=ctx.run_id), task.domain)
+                made += len(cands)
+                done += 1
+                rep.advance()
+                if done % s.tasks_per_commit == 0:
+                    w.flush()
+    ctx.count("generated", made)
+    ctx.count("candidates_written", w.stats["candidates"].written)
+    for k, v in gen.stats.items():
+        ctx.count(f"generator_{k}", v)
+    rep.done()
+
+
+def _wanted_per_task(s: PipelineSettings, gen: Generator) -> int:
+    if s.generator == "perturb":
+        return 1  # deterministic and committed per task: any candidate means done
+    return int(s.candidates_per_task or (s.llm or {}).get("n") or 4)
+
+
+def _by_shortfall(
+    s: PipelineSettings, want: int, tasks: dict[str, Task], have: dict[str, int]
+) -> list[tuple[int | None, list[Task]]]:
+    """Tasks grouped by how many candidates each still needs (the `n` to ask for)."""
+    if s.generator == "perturb":
+        return [(s.candidates_per_task, list(tasks.values()))]
+    # remote generators top up what an earlier (killed) run left short
+    groups: dict[int, list[Task]] = {}
+    for tid, task in tasks.items():
+        groups.setdefault(want - have[tid], []).append(task)
+    return sorted(groups.items(), key=lambda kv: kv[0])
+
+
+def _generator_label(s: PipelineSettings, gen: Generator) -> str:
+    """The `generator` column prefix this channel writes (`%` = any, for the offline one)."""
+    if s.generator == "perturb":
+        return "%"
+    return f"{gen.name}:{(s.llm or {}).get('model', '')}"
+
+
+# --- verify -----------------------------------------------------------------------------
+
+
+def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
+    """Verify every candidate of the run's tasks that has no verdict from the current
+    verifier version (`sql/pending_verification.sql`), on Ray actors."""
+    s = ctx.settings
+    t0 = time.perf_counter()
+    ids = task_ids(ctx)
+    by_domain: dict[str, list[Candidate]] = {}
+    for domain in domains or s.domains:
+        v = get_verifier(domain)
+        rows = db.rows(
+            ctx.con,
+            "pending_verification",
+            domain=domain,
+            verifier=v.name,
+            verifier_version=v.version,
+            task_ids=ids,
+        )
+        by_domain[domain] = [candidate_from_row(r) for r in rows]
+    total = sum(map(len, by_domain.values()))
+    rep = reporter()
+    rep.stage("verify", total)
+    if total:
+        cluster.start(s.ray)
+    tasks = load_tasks(ctx.con, sorted({c.task_id for cs in by_domain.values() for c in cs}))
+    statuses: dict[str, int] = {}
+    verifier_ms = 0.0
+    with BatchWriter(ctx.lake, run_id=ctx.run_id, batch_size=s.verdict_batch) as w:
+
+        def on_batch(verdicts: list[Verdict]) -> None:
+            nonlocal verifier_ms
+            for v in verdicts:
+                w.add_verdict(v)
+                statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
+                verifier_ms += v.duration_ms
+            rep.advance(len(verdicts))
+
+        for domain, cands in by_domain.items():
+            for _ in verify_candidates(domain, cands, tasks, s.limits, s.pool, on_batch):
+                pass
+    ctx.count("verified", total)
+    ctx.count("verdicts_written", w.stats["verdicts"].written)
+    ctx.count("verifier_seconds", round(verifier_ms / 1000, 3))
+    ctx.count("verify_seconds", round(time.perf_counter() - t0, 3))
+    for k, n in statuses.items():
+        ctx.count(f"status_{k}", n)
+    rep.done()
+
+
+# --- repair -----------------------------------------------------------------------------
+
+
+def repair(ctx: StageContext, gen: Generator | None = None) -> None:
+    """Up to `repair_rounds` rounds of: select failed candidates that have no repair yet
+    (`sql/repair_heads.sql`), generate a fix from the code and the verdict's feedback,
+    verify the fixes, and close the chains that ended (pass, or out of rounds) as
+    trajectories. Each round reads its work from the lake, so a killed run resumes."""
+    s = ctx.settings
+    if s.repair_rounds <= 0:
+        return
+    gen = gen or generator(ctx)
+    rep = reporter()
+    for domain in s.domains:
+        for round_no in range(1, s.repair_rounds + 1):
+            requests = _repair_requests(ctx, domain)
+            if not requests:
+                break
+            rep.stage(f"repair {round_no}", len(requests))
+            fixes, closed = _write_fixes(ctx, gen, requests)
+            rep.done()
+            ctx.count("repair_requests", len(requests))
+            ctx.count("repair_candidates", fixes)
+            ctx.count("trajectories_written", closed)
+            if not fixes:
+                break
+            verify(ctx, (domain,))
+            ctx.count("trajectories_written", close_chains(ctx, domain))
+    for k, v in gen.stats.items():
+        if k.startswith("repair"):
+            ctx.count(f"generator_{k}", v)
+
+
+def _repair_requests(ctx: StageContext, domain: str) -> list[RepairRequest]:
+    v = get_verifier(domain)
+    params = {"domain": domain, "task_ids": task_ids(ctx)}
+    heads = db.rows(
+        ctx.con,
+        "repair_heads",
+        **params,
+        verifier=v.name,
+        verifier_version=v.version,
+        max_attempt=ctx.settings.repair_rounds,
+    )
+    if not heads:
+        return []
+    verified: dict[str, list[Candidate]] = {}
+    for r in db.rows(ctx.con, "verified_candidates", **params):
+        verified.setdefault(r["task_id"], []).append(candidate_from_row(r))
+    tasks = load_tasks(ctx.con, sorted({h["task_id"] for h in heads}))
+    return [
+        RepairRequest(
+            task=tasks[h["task_id"]],
+            failed=candidate_from_row(h["candidate"]),
+            verdict=verdict_from_row(h["verdict"]),
+            verified=tuple(verified.get(h["task_id"], ())),
+        )
+        for h in heads
+    ]
+
+
+def _write_fixes(
+    ctx: StageContext, gen: Generator, requests: list[RepairRequest]
+) -> tuple[int, int]:
+    """Append the fixes; returns (fixes written, trajectories closed at once).
+
+    A fix whose code some candidate of the task already has (often the verified variant
+    itself) keeps that candidate's id, so the lake cannot record a new parent link for
+    it: the chain is closed right here with that candidate's verdict as its last turn.
+    """
+    rep = reporter()
+    fixes = closed = 0
+    with BatchWriter(ctx.lake, run_id=ctx.run_id) as w:
+        results = list(gen.repair_many(requests, seed=ctx.settings.seed))
+        children = [c for _, cs in results for c in cs]
+        known = _latest_verdicts(ctx, [c.candidate_id for c in children])
+        chains = _chains(ctx, [r.failed.candidate_id for r, cs in results if cs])
+        for req, cands in results:
+            for c in cands:
+                if c.candidate_id in known:
+                    turns = chains.get(req.failed.candidate_id, [])
+                    v = known[c.candidate_id]
+                    w.add_trajectory(_coincident_chain(req, c, v, turns, ctx.run_id))
+                    closed += 1
+                else:
+                    w.add_candidate(replace(c, run_id=ctx.run_id), req.task.domain)
+                    fixes += 1
+            rep.advance()
+    return fixes, closed
+
+
+def _coincident_chain(
+    req: RepairRequest,
+    fix: Candidate,
+    verdict: dict[str, Any] | None,
+    turns: list[Turn],
+    run_id: str,
+) -> Trajectory:
+    if verdict is not None:
+        turns = [*turns, Turn(fix.candidate_id, verdict["verdict_id"], verdict["status"])]
+    outcome = "pass" if verdict is not None and verdict["status"] == "pass" else "gave_up"
+    return Trajectory(req.task.task_id, req.task.domain, tuple(turns), outcome, run_id)
+
+
+def close_chains(ctx: StageContext, domain: str) -> int:
+    """Trajectories for repair chains that ended: the last fix passed, or it failed with
+    no rounds left. A trajectory's id hashes its turns, so closing twice adds nothing."""
+    ends = db.rows(
+        ctx.con,
+        "repair_chain_ends",
+        domain=domain,
+        task_ids=task_ids(ctx),
+        max_attempt=ctx.settings.repair_rounds,
+    )
+    chains = _chains(ctx, [e["candidate_id"] for e in ends])
+    with BatchWriter(ctx.lake, run_id=ctx.run_id) as w:
+        for e in ends:
+            outcome = "pass" if e["status"] == "pass" else "gave_up"
+            turns = tuple(chains[e["candidate_id"]])
+            w.add_trajectory(Trajectory(e["task_id"], domain, turns, outcome, ctx.run_id))
+    return w.stats["trajectories"].written
+
+
+def _chains(ctx: StageContext, ids: list[str]) -> dict[str, list[Turn]]:
+    """The turns from the root of each candidate's repair chain down to it."""
+    if not ids:
+        return {}
+    rows = db.rows(ctx.con, "repair_chains", ids=ids)
+    return {
+        r["end_id"]: [Turn(t["candidate_id"], t["verdict_id"], t["status"]) for t in r["turns"]]
+        for r in rows
+    }
+
+
+def _latest_verdicts(ctx: StageContext, ids: list[str]) -> dict[str, dict[str, Any] | None]:
+    """candidate_id -> its latest verdict row (None: in the lake, not verified yet)."""
+    if not ids:
+        return {}
+    rows = ctx.con.execute(
+        "SELECT c.candidate_id, v.verdict_id, v.status FROM candidates AS c "
+        "LEFT JOIN latest_verdicts AS v USING (candidate_id) "
+        "WHERE c.candidate_id IN (SELECT unnest($ids))",
+        {"ids": ids},
+    ).fetchall()
+    return {cid: ({"verdict_id": vid, "status": st} if vid else None) for cid, vid, st in rows}
+
+
+# --- dedup and export (the algorithms live in lake/) -------------------------------------
+
+
+def dedup(ctx: StageContext) -> None:
+    from lake.dedup import DedupSettings, run_dedup
+
+    rep = reporter()
+    rep.stage("dedup")
+    counts = run_dedup(
+        ctx.lake,
+        ctx.con,
+        run_id=ctx.run_id,
+        settings=DedupSettings(**ctx.settings.dedup),
+        domains=list(ctx.settings.domains),
+    )
+    for k, v in counts.items():
+        if isinstance(v, int | float):
+            ctx.count(f"dedup_{k}", v)
+    rep.done()
+
+
+def export(ctx: StageContext) -> dict[str, Any] | None:
+    """Write an export of the current lake; returns its manifest (None when disabled)."""
+    from lake.export import ExportSettings
+    from lake.export import export as write_export
+
+    s = ctx.settings
+    if s.export is None:
+        return None
+    rep = reporter()
+    rep.stage("export")
+    out = s.export_dir or (ctx.lake.root / "exports")
+    fields = dict(s.export)
+    fields.setdefault("out", out)
+    fields.setdefault("domains", tuple(s.domains))
+    result = write_export(ctx.lake, ctx.con, ExportSettings(**fields), run_id=ctx.run_id)
+    ctx.counts["export_path"] = str(result.path)
+    for kind, n in result.counts.items():
+        if isinstance(n, int):
+            ctx.count(f"export_{kind}", n)
+    rep.done()
+    return result.manifest
+
+
+# --- reports ----------------------------------------------------------------------------
+
+
+def report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "pass_rates": db.rows(con, "pass_rates"),
+        "pass_rates_by_level": db.rows(con, "pass_rates_by_level"),
+        "taxonomy": db.rows(con, "error_taxonomy"),
+        "survivors": db.rows(con, "perturbation_survivors"),
+    }

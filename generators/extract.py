@@ -1,0 +1,210 @@
+"""Code extraction from a model's answer.
+
+The instruction asks for one fenced block in the domain's language. Models add prose, several
+blocks (a helper, then the design, then a testbench), `<think>` reasoning, or run out of
+tokens inside the block. The choice, in order: the last complete block in the domain's
+language (or untagged) that defines the task's entry point by name; the same with any entry
+point of the domain; an unterminated final block with one; the last complete block tagged
+with the domain's language; an unfenced answer that plainly is code. Otherwise there is no
+code, and the reason says why: the verifier's format gate then records the answer as
+`format_error`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from generators.prompts import style
+from verifiers.contract import Task
+
+# Fence tags a model uses for the same language; the prompt's own tag is in one of these.
+LANGUAGE_TAGS: tuple[frozenset[str], ...] = (
+    frozenset({"systemverilog", "sv", "verilog", "v", "svh", "vh"}),
+    frozenset({"python", "py", "python3"}),
+    frozenset({"c", "cpp", "c++", "cc", "cxx", "cuda", "cu", "h", "hpp"}),
+    frozenset({"asm", "assembly", "s", "gas", "x86asm", "x86", "nasm"}),
+)
+
+# Any entry point of the domain (multiline regexes). Without a task, this is all we know.
+ENTRY: dict[str, str] = {
+    "rtl": r"^\s*(?:module|macromodule)\s+[A-Za-z_]\w*",
+    "cuda": r"^\s*class\s+ModelNew\b",
+    "triton": r"^\s*class\s+ModelNew\b",
+    "cad": r"^\s*result\s*=",
+    "embedded": r"^[A-Za-z_][\w \t*]*\b[A-Za-z_]\w*\s*\([^;{]*\)\s*\{",
+    "x86asm": r"^\s*[A-Za-z_.$][\w.$]*:",
+    "ascendc": r"__aicore__|__global__",
+}
+
+# How an unfenced answer that is nothing but code starts (after comments), per domain.
+_LEAD_C = r"(?:\s*(?://[^\n]*|/\*.*?\*/))*\s*"
+UNFENCED: dict[str, str] = {
+    "rtl": r"\A(?:\s*(?://[^\n]*|/\*.*?\*/|`[^\n]*))*\s*(?:module|macromodule)\b.*\bendmodule\b",
+    "cuda": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
+    "triton": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
+    "cad": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
+    "embedded": r"\A" + _LEAD_C + r"#\s*include\b",
+    "ascendc": r"\A" + _LEAD_C + r"#\s*include\b",
+    "x86asm": r"\A(?:\s*(?:#|//)[^\n]*)*\s*\.(?:text|globl|global|intel_syntax|att_syntax|section)\b",
+}
+
+PYTHON_DOMAINS = frozenset({"cuda", "triton", "cad"})
+COMMENT: dict[str, str] = {"rtl": "//", "embedded": "//", "ascendc": "//"}  # others: "#"
+
+_THINK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
+_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    code: str | None
+    reason: str
+    text: str = ""  # the visible answer: reasoning removed
+
+    @property
+    def ok(self) -> bool:
+        return self.code is not None
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str  # lowercased fence tag, "" when untagged
+    code: str
+    complete: bool
+
+
+def entry_name(task: Task) -> str | None:
+    """The name the verifier looks for: the RTL top module, the Python class, or none."""
+    if task.domain == "rtl":
+        return task.interface.get("top") or None
+    if task.domain in ("cuda", "triton"):
+        return "ModelNew"
+    return None
+
+
+def language_tags(domain: str) -> frozenset[str]:
+    fence = style(domain).fence
+    tags = {fence}
+    for family in LANGUAGE_TAGS:
+        if fence in family:
+            tags |= family
+    return frozenset(tags)
+
+
+def strip_reasoning(answer: str) -> tuple[str, bool]:
+    """The answer without `<think>` sections; True when it ended inside one."""
+    text = _THINK.sub("", answer.replace("\r\n", "\n"))
+    low = text.lower()
+    # chat templates often open <think> in the prompt, so only the closing tag shows
+    close = max(low.rfind("</think>"), low.rfind("</thinking>"))
+    if close >= 0:
+        text = text[text.index(">", close) + 1 :]
+        low = text.lower()
+    opened = [i for i in (low.find("<think>"), low.find("<thinking>")) if i >= 0]
+    if opened:
+        return text[: min(opened)], True
+    return text, False
+
+
+def fenced_blocks(text: str) -> list[Block]:
+    blocks: list[Block] = []
+    fence, lang, body = "", "", []
+    for line in text.split("\n"):
+        if not fence:
+            m = _OPEN.match(line)
+            if m:
+                fence, lang, body = m.group(1), m.group(2).strip("{}.").lower(), []
+            continue
+        stripped = line.strip()
+        if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+            blocks.append(Block(lang, _tidy(body), True))
+            fence = ""
+        elif line.rstrip().endswith(fence) and stripped != fence:
+            # a fence glued to the last code line: "endmodule```"
+            body.append(line.rstrip()[: -len(fence)].rstrip(fence[0]))
+            blocks.append(Block(lang, _tidy(body), True))
+            fence = ""
+        else:
+            body.append(line)
+    if fence:
+        blocks.append(Block(lang, _tidy(body), False))
+    return blocks
+
+
+def extract_code(answer: str, domain: str, entry: str | None = None) -> Extraction:
+    """The code in `answer` for `domain`; `entry` (see `entry_name`) is preferred if given."""
+    fence = style(domain).fence
+    text, cut = strip_reasoning(answer)
+    if not text.strip():
+        why = "the answer ended inside <think> reasoning" if cut else "the answer is empty"
+        return Extraction(None, why, text)
+    blocks = [b for b in fenced_blocks(text) if b.code.strip()]
+    tags = language_tags(domain)
+    ours = [b for b in blocks if b.lang in tags or not b.lang]
+    for pattern, what in _entry_patterns(domain, entry):
+        found = [b for b in ours if pattern.search(b.code)]
+        whole = [b for b in found if b.complete]
+        if whole:
+            return Extraction(whole[-1].code, f"last ```{fence} block {what}", text)
+        if found:
+            return Extraction(found[-1].code, f"unterminated ```{fence} block {what}", text)
+    tagged = [b for b in ours if b.lang and b.complete]
+    if tagged:
+        return Extraction(tagged[-1].code, f"last ```{fence} block (no entry point seen)", text)
+    if blocks:
+        seen = sorted({b.lang or "untagged" for b in blocks})
+        return Extraction(
+            None, f"no {fence} code: only blocks tagged {', '.join(seen)} without an entry point",
+            text,
+        )
+    if _reads_as_code(text, domain):
+        return Extraction(_tidy(text.split("\n")), "unfenced answer that is code", text)
+    return Extraction(None, f"no fenced block, and the answer is not {fence} code", text)
+
+
+def answer_code(extraction: Extraction, domain: str) -> str:
+    """What a candidate holds: the code, else the visible answer itself (a `format_error`
+    training negative), else a comment saying why there was nothing."""
+    if extraction.code is not None:
+        return extraction.code
+    if extraction.text.strip():
+        return extraction.text
+    return f"{COMMENT.get(domain, '#')} no code in answer: {extraction.reason}\n"
+
+
+def _entry_patterns(domain: str, entry: str | None) -> list[tuple[re.Pattern[str], str]]:
+    pats = []
+    if entry:
+        name = re.escape(entry)
+        if domain == "rtl":
+            rx = rf"^\s*(?:module|macromodule)\s+(?:automatic\s+|static\s+)?{name}\b"
+        elif domain in PYTHON_DOMAINS:
+            rx = rf"^\s*(?:class|def)\s+{name}\b"
+        else:
+            rx = rf"\b{name}\b"
+        pats.append((re.compile(rx, re.M), f"defining `{entry}`"))
+    if domain in ENTRY:
+        pats.append((re.compile(ENTRY[domain], re.M), "with an entry point"))
+    return pats
+
+
+def _reads_as_code(text: str, domain: str) -> bool:
+    rx = UNFENCED.get(domain)
+    if rx is None or not re.match(rx, text, re.S):
+        return False
+    if domain in PYTHON_DOMAINS:
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            return False
+    return True
+
+
+def _tidy(lines: list[str]) -> str:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return "\n".join(line.rstrip() for line in lines) + "\n" if lines else ""

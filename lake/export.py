@@ -1,0 +1,765 @@
+"""Training-data exports: SFT direct, SFT repair, SFT optimize and DPO, from the lake.
+
+What may be exported is decided in SQL (`sql/export_*.sql`): a subject (the code a row
+teaches) is a passing dedup keeper of a train task, never contaminated, never judged only by
+an `infra_error`. Python builds the conversations with the same prompt builders an LLM
+generator uses (`generators.prompts`), so a training prompt is exactly what a model is sent.
+
+Layout (Hugging Face): `<out>/<name>/data/<kind>/train-00000-of-0000N.parquet`, the same
+rows as `jsonl/<kind>.jsonl`, a `README.md` dataset card whose `configs:` make every kind a
+config of `datasets.load_dataset`, and `manifest.json` (settings, counts, shard hashes, lake
+versions, verifier versions, SQL hashes): what rebuilds the export. Everything is written
+into a hidden temp directory under `<out>` and renamed at the end, so a crash leaves no
+directory under the export's name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from generators.prompts import Message, answer, feedback_message, instruction_messages
+from lake import db
+from lake.schema import task_from_row, to_timestamp
+from lake.store import Lake
+from lake.writer import BatchWriter
+from verifiers.contract import Task, canonical_json, content_id, utc_now
+
+log = logging.getLogger(__name__)
+
+KINDS = ("sft_direct", "sft_repair", "sft_optimize", "dpo")
+MIX_DIMENSIONS = ("domain", "level", "origin")
+ANY = "*"  # a mix key matching every value the dimension does not name
+
+# The metric an optimization pair compares, and which way is better.
+PERF_METRICS: dict[str, tuple[str, str]] = {
+    "rtl": ("area", "lower"),
+    "cuda": ("speedup", "higher"),
+    "triton": ("speedup", "higher"),
+}
+METRIC_UNITS = {"area": "um^2", "speedup": "x vs the reference"}
+# What the optimize prompt asks for, by direction of the metric.
+PERF_ASKS = {"lower": "smaller", "higher": "faster"}
+
+# The lake tables an export reads: their versions go into the manifest and the export id
+# (not `exports` or `runs`, which recording an export itself changes).
+READ_TABLES = ("tasks", "candidates", "verdicts", "trajectories", "dedup")
+SQL_FILES = {
+    "tasks": "export_tasks",
+    "coverage": "export_dedup_coverage",
+    "sft_direct": "export_sft_direct",
+    "sft_repair": "export_sft_repair",
+    "sft_optimize": "export_sft_optimize",
+    "dpo": "export_dpo",
+}
+MANIFEST_FORMAT = 1
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
+MESSAGES = pa.list_(MESSAGE)
+_COMMON = [
+    ("task_id", pa.string()),
+    ("task_name", pa.string()),
+    ("domain", pa.string()),
+    ("level", pa.int64()),
+    ("origin", pa.string()),
+    ("candidate_id", pa.string()),
+    ("source_verdict_ids", pa.list_(pa.string())),
+]
+SCHEMAS: dict[str, pa.Schema] = {
+    "sft_direct": pa.schema([("messages", MESSAGES), *_COMMON]),
+    "sft_repair": pa.schema(
+        [("messages", MESSAGES), *_COMMON, ("trajectory_id", pa.string()), ("rounds", pa.int64())]
+    ),
+    "sft_optimize": pa.schema(
+        [
+            ("messages", MESSAGES),
+            *_COMMON,
+            ("baseline_id", pa.string()),
+            ("metric", pa.string()),
+            ("baseline_value", pa.float64()),
+            ("value", pa.float64()),
+        ]
+    ),
+    "dpo": pa.schema(
+        [
+            ("prompt", MESSAGES),
+            ("chosen", MESSAGES),
+            ("rejected", MESSAGES),
+            *_COMMON,
+            ("chosen_id", pa.string()),
+            ("rejected_id", pa.string()),
+            ("rejected_status", pa.string()),
+        ]
+    ),
+}
+
+KIND_DOCS = {
+    "sft_direct": "requirement -> verified code. `messages`: system, user (the task's "
+    "structured instruction), assistant (a candidate that passed every gate).",
+    "sft_repair": "multi-turn repair. `messages`: system, user (task), then for each failed "
+    "attempt an assistant turn with the code and a user turn with the verifier's status and "
+    "tool output, ending with the assistant's verified fix.",
+    "sft_optimize": "working code + perf feedback -> better verified code. `messages`: "
+    "system, user (task), assistant (a passing but worse solution), user (its measured "
+    "performance and the ask), assistant (a passing solution better by the margin).",
+    "dpo": "preference pairs (TRL conversational). `prompt`: system + user (task); "
+    "`chosen`: a verified pass; `rejected`: a candidate of the same task that compiled but "
+    "failed (wrong answer first) unless the settings allowed other failures.",
+}
+
+
+class ExportError(Exception):
+    """The export cannot be made as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """What to export and how to mix it.
+
+    Mix: `{"domain": {"rtl": 1.0}, "level": {"1": 1, "3": 2}, "origin": {"perturb": 0}}`.
+    A row's weight is the product of its factors; a value the dimension does not name
+    weighs its `"*"` entry, or 1.0. Levels may be given as ints or strings.
+    - Weight 0 drops the row, whatever `size` is.
+    - `size=None`: every row with weight > 0, once each (weights do not duplicate rows).
+    - `size=N`: per kind, N rows drawn without replacement with probability proportional
+      to weight (Efraimidis-Spirakis keys from a hash of `seed`, the kind and the row's
+      id: the same lake and settings draw the same rows); all rows if fewer are eligible.
+    Rows are written in the order of those keys, a seeded shuffle.
+
+    Near duplicates: subjects are dedup keepers already. Repair rows are filtered again on
+    their first failed attempt (see `filter_repair_near_duplicates`) at `near_dup_threshold`.
+    """
+
+    kinds: tuple[str, ...] = KINDS
+    mix: Mapping[str, Mapping[str | int, float]] = field(default_factory=dict)
+    size: int | None = None
+    seed: int = 0
+    shard_rows: int = 5000
+    dpo_other_failures: bool = False
+    optimize_margin: float = 0.05  # relative: better by at least 5% on the perf metric
+    optimize_pairs_per_task: int = 3
+    near_dup_threshold: float = 0.7
+    license: str = "other"
+    name: str = ""  # default: export-<UTC timestamp>
+    out: Path = Path("exports")
+
+    def __post_init__(self) -> None:
+        kinds = tuple(self.kinds)
+        object.__setattr__(self, "kinds", kinds)
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown or not kinds or len(set(kinds)) != len(kinds):
+            raise ValueError(f"export kinds {list(kinds)}: pick distinct ones of {list(KINDS)}")
+        for dim, weights in self.mix.items():
+            if dim not in MIX_DIMENSIONS:
+                raise ValueError(f"mix dimension {dim!r}: use {', '.join(MIX_DIMENSIONS)}")
+            bad = {k: w for k, w in weights.items() if not (w >= 0 and math.isfinite(w))}
+            if bad:
+                raise ValueError(f"mix weights must be finite and >= 0: {dim} {bad}")
+        if self.size is not None and self.size < 0:
+            raise ValueError("size must be None (everything eligible) or >= 0")
+        if self.shard_rows < 1:
+            raise ValueError("shard_rows must be at least 1")
+        if self.optimize_margin < 0 or self.optimize_pairs_per_task < 1:
+            raise ValueError("optimize_margin must be >= 0 and optimize_pairs_per_task >= 1")
+        if self.name and not _NAME.fullmatch(self.name):
+            raise ValueError(
+                f"export name {self.name!r}: letters, digits, '.', '_', '-', not starting "
+                "with a dot (it becomes a directory name)"
+            )
+        object.__setattr__(self, "out", Path(self.out))
+
+    def content(self) -> dict[str, Any]:
+        """The settings that decide what an export holds (not its name or where it goes)."""
+        d = asdict(self)
+        d.pop("name")
+        d.pop("out")
+        d["kinds"] = list(self.kinds)
+        d["mix"] = {
+            dim: {str(k): float(w) for k, w in sorted(ws.items(), key=lambda kv: str(kv[0]))}
+            for dim, ws in sorted(self.mix.items())
+        }
+        return d
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    manifest: dict[str, Any]
+    counts: dict[str, int]
+
+
+@dataclass
+class _Row:
+    """One output row plus what sampling and bookkeeping need but the file does not hold."""
+
+    key: str  # stable id of the row within its kind
+    data: dict[str, Any]
+    verifier: tuple[str, str, str, str]  # domain, verifier, version, toolchain JSON
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+
+def export(
+    lake: Lake, con: duckdb.DuckDBPyConnection, settings: ExportSettings, *, run_id: str = ""
+) -> ExportResult:
+    """Build the kinds `settings` asks for, write them atomically, record the export."""
+    created_at = utc_now()
+    name = settings.name or default_name(created_at)
+    out = settings.out.absolute()
+    final = out / name
+    if final.exists():
+        raise ExportError(f"export {final} already exists: pick another name or remove it")
+    versions = lake.versions()
+    read_versions = {t: versions[t] for t in READ_TABLES}
+    _require_dedup(con, settings)
+    tasks = {r["task_id"]: task_from_row(r) for r in db.rows(con, SQL_FILES["tasks"])}
+
+    built: dict[str, list[_Row]] = {}
+    stats: dict[str, dict[str, int]] = {}
+    for kind in settings.kinds:
+        rows, kind_stats = BUILDERS[kind](con, tasks, settings)
+        eligible = len(rows)
+        rows = sample(rows, kind, settings)
+        built[kind] = rows
+        stats[kind] = {**kind_stats, "eligible": eligible, "exported": len(rows)}
+        log.info("export %s: %s %d rows (%d eligible)", name, kind, len(rows), eligible)
+
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=out))
+    try:
+        files = _write_kinds(tmp, built, settings.shard_rows)
+        manifest = _manifest(name, created_at, settings, built, stats, files, read_versions)
+        _write_text(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        _write_text(tmp / "README.md", dataset_card(manifest))
+        if final.exists():
+            raise ExportError(f"export {final} appeared while writing: pick another name")
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    counts = manifest["counts"]
+    with BatchWriter(lake, run_id=run_id) as w:
+        w.add(
+            "exports",
+            [
+                {
+                    "export_id": manifest["export_id"],
+                    "name": name,
+                    "path": str(final),
+                    "kinds": list(settings.kinds),
+                    "rows": sum(counts.values()),
+                    "manifest": canonical_json(manifest),
+                    "run_id": run_id,
+                    "created_at": to_timestamp(created_at),
+                }
+            ],
+        )
+    log.info("export %s written to %s: %s", name, final, counts)
+    return ExportResult(final, manifest, dict(counts))
+
+
+def default_name(created_at: str) -> str:
+    ts = datetime.fromisoformat(created_at).astimezone(UTC)
+    return "export-" + ts.strftime("%Y%m%dT%H%M%S") + f"{ts.microsecond // 1000:03d}Z"
+
+
+def _require_dedup(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> None:
+    for r in db.rows(con, SQL_FILES["coverage"]):
+        if weight_of({"domain": r["domain"]}, settings.mix) == 0:
+            continue
+        if r["judged"] == 0:
+            raise ExportError(
+                f"domain {r['domain']!r} has {r['passing']} passing candidates and no dedup "
+                "rows: exports take only dedup keepers; run `crucible dedup` first"
+            )
+        if r["judged"] < r["passing"]:
+            log.warning(
+                "domain %s: %d of %d passing candidates have no dedup row and are left out; "
+                "run `crucible dedup` to include them",
+                r["domain"],
+                r["passing"] - r["judged"],
+                r["passing"],
+            )
+
+
+# --- the four kinds --------------------------------------------------------------------------
+
+
+def _common(task: Task, r: Mapping[str, Any], verdict_ids: Sequence[str]) -> dict[str, Any]:
+    return {
+        "task_id": task.task_id,
+        "task_name": task.name,
+        "domain": task.domain,
+        "level": int(task.level),
+        "origin": r["origin"],
+        "candidate_id": r["candidate_id"],
+        "source_verdict_ids": list(verdict_ids),
+    }
+
+
+def _verifier(r: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (r["domain"], r["verifier"], r["verifier_version"], r["toolchain"] or "{}")
+
+
+def build_sft_direct(
+    con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
+) -> tuple[list[_Row], dict[str, int]]:
+    rows = []
+    for r in db.rows(con, SQL_FILES["sft_direct"]):
+        task = tasks[r["task_id"]]
+        data = {
+            "messages": [*instruction_messages(task), answer(task, r["code"])],
+            **_common(task, r, [r["verdict_id"]]),
+        }
+        rows.append(_Row(r["candidate_id"], data, _verifier(r)))
+    return rows, {}
+
+
+def build_sft_repair(
+    con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
+) -> tuple[list[_Row], dict[str, int]]:
+    rows, firsts = [], []
+    for r in db.rows(con, SQL_FILES["sft_repair"]):
+        task = tasks[r["task_id"]]
+        *failed, fix = r["turns"]
+        messages = instruction_messages(task)
+        for turn in failed:
+            messages += [
+                answer(task, turn["code"]),
+                feedback_message(turn["status"], turn["feedback"] or ""),
+            ]
+        messages.append(answer(task, fix["code"]))
+        verdict_ids = [t["verdict_id"] for t in failed] + [r["verdict_id"]]
+        data = {
+            "messages": messages,
+            **_common(task, r, verdict_ids),
+            "trajectory_id": r["trajectory_id"],
+            "rounds": int(r["rounds"]),
+        }
+        rows.append(_Row(r["trajectory_id"], data, _verifier(r)))
+        firsts.append(failed[0]["code"])
+    kept = filter_repair_near_duplicates(rows, firsts, settings.near_dup_threshold)
+    return kept, {"near_duplicates_dropped": len(rows) - len(kept)}
+
+
+def filter_repair_near_duplicates(
+    rows: Sequence[_Row], first_attempts: Sequence[str], threshold: float
+) -> list[_Row]:
+    """One repair row per near-duplicate cluster of first failed attempts, per domain.
+
+    The fixes are dedup keepers, but the failed attempts are not deduplicated: they are
+    mostly mutations of one reference, so many trajectories open with nearly the same
+    broken code and teach the same repair. Per cluster the row kept is the one with the
+    fewest rounds, then the shortest conversation, then the smallest trajectory id.
+    """
+    from lake.dedup import DedupSettings, near_duplicate_clusters
+
+    dedup_settings = DedupSettings(threshold=threshold)
+    by_domain: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_domain[row.data["domain"]].append(i)
+    kept: list[_Row] = []
+    for domain, idx in sorted(by_domain.items()):
+        labels = near_duplicate_clusters([first_attempts[i] for i in idx], domain, dedup_settings)
+        best: dict[int, _Row] = {}
+        for i, label in zip(idx, labels, strict=True):
+            row = rows[i]
+            held = best.get(label)
+            if held is None or _repair_rank(row) < _repair_rank(held):
+                best[label] = row
+        kept += best.values()
+    return kept
+
+
+def _repair_rank(row: _Row) -> tuple[int, int, str]:
+    chars = sum(len(m["content"]) for m in row.data["messages"])
+    return (row.data["rounds"], chars, row.key)
+
+
+def build_sft_optimize(
+    con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
+) -> tuple[list[_Row], dict[str, int]]:
+    """Per task: each passing keeper that the task's best beats by the margin -> the best.
+
+    Up to `optimize_pairs_per_task` pairs per task, the largest gains first; a candidate
+    without the domain's metric (its perf gate did not run) takes no part.
+    """
+    pool: dict[str, list[tuple[float, dict[str, Any]]]] = defaultdict(list)
+    for r in db.rows(con, SQL_FILES["sft_optimize"]):
+        perf = PERF_METRICS.get(r["domain"])
+        value = json.loads(r["metrics"] or "{}").get(perf[0]) if perf else None
+        if _numeric(value) and math.isfinite(value):
+            pool[r["task_id"]].append((float(value), r))
+    rows = []
+    for task_id, entries in sorted(pool.items()):
+        task = tasks[task_id]
+        metric, direction = PERF_METRICS[task.domain]
+        sign = 1.0 if direction == "lower" else -1.0
+        entries.sort(key=lambda e: (sign * e[0], e[1]["candidate_id"]))
+        best_value, best = entries[0]
+        pairs = [
+            (value, r)
+            for value, r in entries[1:]
+            if _better_by(best_value, value, direction, settings.optimize_margin)
+        ]
+        pairs.sort(key=lambda e: (-sign * e[0], e[1]["candidate_id"]))  # largest gain first
+        for value, slow in pairs[: settings.optimize_pairs_per_task]:
+            metrics = json.loads(slow["metrics"] or "{}")
+            messages = [
+                *instruction_messages(task),
+                answer(task, slow["code"]),
+                optimize_message(task.domain, metrics),
+                answer(task, best["code"]),
+            ]
+            data = {
+                "messages": messages,
+                **_common(task, best, [slow["verdict_id"], best["verdict_id"]]),
+                "baseline_id": slow["candidate_id"],
+                "metric": metric,
+                "baseline_value": value,
+                "value": best_value,
+            }
+            key = f"{slow['candidate_id']}>{best['candidate_id']}"
+            rows.append(_Row(key, data, _verifier(best)))
+    return rows, {}
+
+
+def _better_by(best: float, other: float, direction: str, margin: float) -> bool:
+    if direction == "lower":
+        return best <= other * (1 - margin) and best < other
+    return best >= other * (1 + margin) and best > other
+
+
+def optimize_message(domain: str, metrics: Mapping[str, Any]) -> Message:
+    """The user turn that reports a passing solution's performance and asks for better.
+
+    Kept here until an optimize generator exists; then it belongs to generators.prompts.
+    """
+    metric, direction = PERF_METRICS[domain]
+    shown = [metric, *sorted(k for k, v in metrics.items() if k != metric and _numeric(v))]
+    parts = []
+    for k in shown:
+        unit = METRIC_UNITS.get(k, "")
+        parts.append(f"{k} {_number(metrics[k])}{' ' + unit if unit else ''}")
+    better = "lower" if direction == "lower" else "higher"
+    return {
+        "role": "user",
+        "content": f"The verifier passed this solution. Measured: {'; '.join(parts)}.\n\n"
+        f"Make it {PERF_ASKS[direction]} ({better} {metric}) while keeping the behaviour "
+        "exactly. Answer with the complete solution in one code block.",
+    }
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _number(v: float) -> str:
+    return str(v) if isinstance(v, int) else f"{v:.4g}"
+
+
+def build_dpo(
+    con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
+) -> tuple[list[_Row], dict[str, int]]:
+    """Per task, chosen and rejected candidates paired one to one.
+
+    Chosen in a seeded order; rejected ranked functional failures that compiled first,
+    then other failures that compiled, then (with `dpo_other_failures`) failures that did
+    not compile, seeded within a rank. Each candidate is used at most once, so a task gives
+    min(#chosen, #rejected) pairs, and the uncompiled fallbacks appear only once a task's
+    compiled failures are used up.
+    """
+    pools: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(
+        lambda: {"chosen": [], "rejected": []}
+    )
+    for r in db.rows(con, SQL_FILES["dpo"], other_failures=settings.dpo_other_failures):
+        pools[r["task_id"]][r["role"]].append(r)
+    rows = []
+    seed = settings.seed
+    for task_id, pool in sorted(pools.items()):
+        task = tasks[task_id]
+        chosen = sorted(pool["chosen"], key=lambda r: _unit(seed, "dpo", r["candidate_id"]))
+        rejected = sorted(
+            pool["rejected"],
+            key=lambda r: (
+                not r["compiled"],
+                not r["functional"],
+                _unit(seed, "dpo", r["candidate_id"]),
+            ),
+        )
+        prompt = instruction_messages(task)
+        for good, bad in zip(chosen, rejected, strict=False):
+            chosen_msg, rejected_msg = answer(task, good["code"]), answer(task, bad["code"])
+            if chosen_msg == rejected_msg:  # differs only in surrounding whitespace
+                continue
+            data = {
+                "prompt": prompt,
+                "chosen": [chosen_msg],
+                "rejected": [rejected_msg],
+                **_common(task, good, [good["verdict_id"], bad["verdict_id"]]),
+                "chosen_id": good["candidate_id"],
+                "rejected_id": bad["candidate_id"],
+                "rejected_status": bad["status"],
+            }
+            key = f"{good['candidate_id']}>{bad['candidate_id']}"
+            rows.append(_Row(key, data, _verifier(good)))
+    return rows, {}
+
+
+BUILDERS = {
+    "sft_direct": build_sft_direct,
+    "sft_repair": build_sft_repair,
+    "sft_optimize": build_sft_optimize,
+    "dpo": build_dpo,
+}
+
+
+# --- mix and sampling ------------------------------------------------------------------------
+
+
+def weight_of(values: Mapping[str, Any], mix: Mapping[str, Mapping[str | int, float]]) -> float:
+    """The product of the mix factors of the dimensions `values` has."""
+    weight = 1.0
+    for dim, weights in mix.items():
+        if dim not in values:
+            continue
+        by_text = {str(k): float(w) for k, w in weights.items()}
+        weight *= by_text.get(str(values[dim]), by_text.get(ANY, 1.0))
+    return weight
+
+
+def sample(rows: Sequence[_Row], kind: str, settings: ExportSettings) -> list[_Row]:
+    """Drop weight-0 rows, draw `size` of the rest by weight, in seeded order."""
+    keyed = []
+    for row in rows:
+        w = weight_of({d: row.data[d] for d in MIX_DIMENSIONS}, settings.mix)
+        if w > 0:
+            # Efraimidis-Spirakis: the top-N of u^(1/w) is a weighted draw without
+            # replacement; log form for precision.
+            keyed.append((math.log(_unit(settings.seed, kind, row.key)) / w, row.key, row))
+    keyed.sort(key=lambda e: (-e[0], e[1]))
+    if settings.size is not None:
+        keyed = keyed[: settings.size]
+    return [row for _, _, row in keyed]
+
+
+def _unit(seed: int, kind: str, key: str) -> float:
+    """A uniform number in (0, 1) fixed by (seed, kind, key): independent of other rows."""
+    h = hashlib.sha256(f"{seed}\0{kind}\0{key}".encode()).digest()
+    return (int.from_bytes(h[:8], "big") + 0.5) / 2**64
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def shard_name(index: int, count: int) -> str:
+    return f"train-{index:05d}-of-{count:05d}.parquet"
+
+
+def _write_kinds(
+    root: Path, built: Mapping[str, Sequence[_Row]], shard_rows: int
+) -> list[dict[str, Any]]:
+    files = []
+    for kind, rows in built.items():
+        table = pa.Table.from_pylist([r.data for r in rows], schema=SCHEMAS[kind])
+        count = max(1, math.ceil(len(rows) / shard_rows))  # an empty kind gets one empty shard
+        data_dir = root / "data" / kind
+        data_dir.mkdir(parents=True)
+        for i in range(count):
+            rel = f"data/{kind}/{shard_name(i, count)}"
+            pq.write_table(table.slice(i * shard_rows, shard_rows), root / rel)
+            files.append(_file_entry(root, rel, kind, min(shard_rows, len(rows) - i * shard_rows)))
+        rel = f"jsonl/{kind}.jsonl"
+        (root / "jsonl").mkdir(exist_ok=True)
+        _write_text(
+            root / rel, "".join(json.dumps(r.data, ensure_ascii=False) + "\n" for r in rows)
+        )
+        files.append(_file_entry(root, rel, kind, len(rows)))
+    return files
+
+
+def _file_entry(root: Path, rel: str, kind: str, rows: int) -> dict[str, Any]:
+    return {"path": rel, "kind": kind, "rows": max(0, rows), "sha256": sha256_file(root / rel)}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _manifest(
+    name: str,
+    created_at: str,
+    settings: ExportSettings,
+    built: Mapping[str, Sequence[_Row]],
+    stats: Mapping[str, Mapping[str, int]],
+    files: list[dict[str, Any]],
+    versions: Mapping[str, int],
+) -> dict[str, Any]:
+    by_domain: dict[str, dict[str, int]] = {}
+    verifiers: Counter[tuple[str, str, str, str]] = Counter()
+    for kind, rows in built.items():
+        by_domain[kind] = dict(sorted(Counter(r.data["domain"] for r in rows).items()))
+        verifiers.update(r.verifier for r in rows)
+    content = {
+        "format": MANIFEST_FORMAT,
+        "settings": settings.content(),
+        "counts": {kind: len(rows) for kind, rows in built.items()},
+        "counts_by_domain": by_domain,
+        "stats": {kind: dict(s) for kind, s in stats.items()},
+        "files": files,
+        "lake_versions": dict(versions),
+        "verifiers": [
+            {
+                "domain": d,
+                "verifier": v,
+                "version": ver,
+                "toolchain": json.loads(tc),
+                "rows": n,
+            }
+            for (d, v, ver, tc), n in sorted(verifiers.items())
+        ],
+        "sql": {
+            f"{stem}.sql": hashlib.sha256(db.sql_text(stem).encode()).hexdigest()
+            for stem in sorted(_sql_used(settings.kinds))
+        },
+    }
+    # Same lake state + same settings => same id; the name and the time are not content.
+    export_id = content_id(canonical_json(content))
+    return {"name": name, "export_id": export_id, "created_at": created_at, **content}
+
+
+def _sql_used(kinds: Iterable[str]) -> set[str]:
+    return {SQL_FILES["tasks"], SQL_FILES["coverage"], *(SQL_FILES[k] for k in kinds)}
+
+
+# --- the dataset card -------------------------------------------------------------------------
+
+
+def _size_category(n: int) -> str:
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+    ):
+        if n < limit:
+            return label
+    return "10M<n<100M"
+
+
+def _yaml_str(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def dataset_card(manifest: Mapping[str, Any]) -> str:
+    """README.md: YAML front matter (license, categories, one config per kind) + the card."""
+    kinds = list(manifest["counts"])
+    domains = sorted({d for by in manifest["counts_by_domain"].values() for d in by})
+    total = sum(manifest["counts"].values())
+    settings = manifest["settings"]
+    front = [
+        "---",
+        f"pretty_name: {_yaml_str('Crucible ' + manifest['name'])}",
+        f"license: {_yaml_str(settings['license'])}",
+        "language:",
+        "- en",
+        "task_categories:",
+        "- text-generation",
+        "tags:",
+        "- code",
+        "- execution-verified",
+        *(f"- {_yaml_str(d)}" for d in domains),
+        "size_categories:",
+        f"- {_yaml_str(_size_category(total))}",
+        "configs:",
+    ]
+    for kind in kinds:
+        front += [
+            f"- config_name: {kind}",
+            "  data_files:",
+            "  - split: train",
+            f"    path: {_yaml_str(f'data/{kind}/train-*.parquet')}",
+        ]
+    front.append("---")
+
+    body = [
+        f"# Crucible export `{manifest['name']}`",
+        "",
+        "Execution-verified training data for industrial code, exported from a Crucible lake "
+        f"on {manifest['created_at']} (export id `{manifest['export_id']}`). Every code "
+        "answer a row teaches passed the domain's verifier; only dedup keepers of train "
+        "tasks are subjects, never holdout tasks, contaminated candidates, or candidates "
+        "judged only by an infrastructure error.",
+        "",
+        "## Configs",
+        "",
+    ]
+    body += [f"- `{kind}`: {KIND_DOCS[kind]}" for kind in kinds]
+    body += ["", "## Rows", "", "| kind | " + " | ".join(domains) + " | total |"]
+    body.append("|---|" + "---:|" * (len(domains) + 1))
+    for kind in kinds:
+        by = manifest["counts_by_domain"][kind]
+        cells = [str(by.get(d, 0)) for d in domains]
+        body.append(f"| {kind} | " + " | ".join(cells) + f" | {manifest['counts'][kind]} |")
+    body += [
+        "",
+        "## Mix and sampling",
+        "",
+        f"Mix weights (domain / level / origin; missing = 1): `{json.dumps(settings['mix'])}`; "
+        f"size per kind: {settings['size'] if settings['size'] is not None else 'all'}; "
+        f"seed: {settings['seed']}. A row's weight is the product of its factors; weight 0 "
+        "drops it; with a size, rows are drawn without replacement proportionally to weight.",
+        "",
+        "## Verification",
+        "",
+        "| domain | verifier | version | toolchain | rows |",
+        "|---|---|---|---|---:|",
+    ]
+    for v in manifest["verifiers"]:
+        tools = ", ".join(f"{k} {val}" for k, val in sorted(v["toolchain"].items())) or "-"
+        body.append(f"| {v['domain']} | {v['verifier']} | {v['version']} | {tools} | {v['rows']} |")
+    body += [
+        "",
+        "`manifest.json` holds the settings, the lake table versions read, the SQL that "
+        "selected the rows (with hashes) and the sha256 of every data file.",
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'ds = load_dataset("path/to/{manifest["name"]}", "{kinds[0]}", split="train")',
+        "```",
+        "",
+        "The same rows are in `jsonl/<kind>.jsonl`.",
+        "",
+    ]
+    return "\n".join(front) + "\n\n" + "\n".join(body)
