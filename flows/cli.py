@@ -116,35 +116,49 @@ StagesOpt = Annotated[
 ]
 
 
+DomainOpt = Annotated[list[str] | None, typer.Option("--domain", help="Domain(s) to run.")]
+TaskNamesOpt = Annotated[
+    list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
+]
+GeneratorOpt = Annotated[
+    str,
+    typer.Option(
+        help="perturb (offline: reference, rewrites, realistic bugs), openai (any "
+        "OpenAI-compatible endpoint, e.g. `vllm serve`) or vllm (in-process, GPU node)."
+    ),
+]
+ModelOpt = Annotated[str | None, typer.Option(help="Model name for openai / vllm.")]
+BaseUrlOpt = Annotated[str, typer.Option(help="OpenAI-compatible endpoint (vllm serve's default).")]
+SamplesOpt = Annotated[int, typer.Option(help="openai/vllm: samples per task.")]
+PerTaskOpt = Annotated[
+    int | None, typer.Option(help="perturb: mutations per task (default: one per operator).")
+]
+RoundsOpt = Annotated[int, typer.Option(help="Repair rounds per failed candidate.")]
+MixOpt = Annotated[
+    str | None,
+    typer.Option(
+        help='Export mix as JSON or a .json file: {"domain": {"rtl": 1}, "level": '
+        '{"1": 1, "3": 2}, "origin": {...}}.'
+    ),
+]
+
+
 @app.command()
 def run(
     lake: LakeOpt = DEFAULT_LAKE,
     tasks: TasksOpt = None,
-    domain: Annotated[list[str] | None, typer.Option(help="Domain(s) to run.")] = None,
-    task: Annotated[
-        list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
-    ] = None,
+    domain: DomainOpt = None,
+    task: TaskNamesOpt = None,
     stages: StagesOpt = "generate,verify,repair,dedup,export",
-    generator: Annotated[
-        str,
-        typer.Option(
-            help="perturb (offline: reference, rewrites, realistic bugs), openai (any "
-            "OpenAI-compatible endpoint, e.g. `vllm serve`) or vllm (in-process, GPU node)."
-        ),
-    ] = "perturb",
-    model: Annotated[str | None, typer.Option(help="Model name for openai / vllm.")] = None,
-    base_url: Annotated[
-        str, typer.Option(help="OpenAI-compatible endpoint (vllm serve's default).")
-    ] = "http://localhost:8000/v1",
-    samples: Annotated[int, typer.Option(help="openai/vllm: samples per task.")] = 4,
+    generator: GeneratorOpt = "perturb",
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = "http://localhost:8000/v1",
+    samples: SamplesOpt = 4,
     temperature: Annotated[float, typer.Option(help="openai/vllm: sampling temperature.")] = 0.8,
     max_tokens: Annotated[int, typer.Option(help="openai/vllm: max tokens per answer.")] = 2048,
     concurrency: Annotated[int, typer.Option(help="openai: requests in flight.")] = 8,
-    candidates_per_task: Annotated[
-        int | None,
-        typer.Option(help="perturb: mutations per task (default: one per operator)."),
-    ] = None,
-    repair_rounds: Annotated[int, typer.Option(help="Repair rounds per failed candidate.")] = 2,
+    candidates_per_task: PerTaskOpt = None,
+    repair_rounds: RoundsOpt = 2,
     workers: Annotated[
         int | None,
         typer.Option(help="Verifier actors (default: one per slot of the node resource)"),
@@ -154,53 +168,28 @@ def run(
     export_dir: Annotated[
         Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
     ] = None,
-    mix: Annotated[
-        str | None,
-        typer.Option(
-            help='Export mix as JSON or a .json file: {"domain": {"rtl": 1}, "level": '
-            '{"1": 1, "3": 2}, "origin": {...}}.'
-        ),
-    ] = None,
+    mix: MixOpt = None,
     sim_only: SimOnlyOpt = False,
     unconfined: UnconfinedOpt = False,
 ) -> None:
     """Run the pipeline as a Prefect flow: generate candidates for the catalog's tasks,
     verify them on Ray actors, repair failures from the tools' feedback, dedup, and
     export SFT/DPO data; everything lands in the Delta lake. Re-running resumes: work
-    already in the lake is not redone. With no options: the built-in catalog, offline."""
+    already in the lake is not redone. With no options: the built-in catalog, offline.
+
+    Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI."""
     from flows.pipeline import pipeline_flow
-    from flows.stages import PipelineSettings, reporting
+    from flows.stages import reporting
     from lake.store import LakeError
     from ray_actors import cluster
-    from ray_actors.verify import PoolSettings
 
-    llm = None
-    if generator != "perturb":
-        llm = {
-            "model": model,
-            "base_url": base_url,
-            "n": samples,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "concurrency": concurrency,
-            "api_key": os.environ.get("OPENAI_API_KEY", ""),
-        }
-    settings = PipelineSettings(
-        lake=lake,
-        task_roots=tuple(tasks or [DEFAULT_TASKS]),
-        domains=tuple(domain or ["rtl"]),
-        task_names=tuple(task) if task else None,
-        stages=_stages(stages),
-        generator=generator,
-        llm=llm,
-        candidates_per_task=candidates_per_task,
-        repair_rounds=repair_rounds,
-        limits=_limits(sim_only, unconfined),
-        seed=seed,
-        pool=PoolSettings(workers=workers, batch_size=batch_size),
-        export={"mix": _mix(mix)} if mix else {},
-        export_dir=export_dir,
-    )
+    settings = _settings(
+        lake, tasks, domain, task, stages, generator, model, base_url, samples,
+        candidates_per_task, repair_rounds, mix, seed=seed, workers=workers,
+        batch_size=batch_size, export_dir=export_dir, sim_only=sim_only,
+        unconfined=unconfined, temperature=temperature, max_tokens=max_tokens,
+        concurrency=concurrency,
+    )  # fmt: skip
     con = render.console()
     progress = _progress(con)
     try:
@@ -217,6 +206,140 @@ def run(
     _print_result(con, result, lake)
     if result["refused"]:
         raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    cron: Annotated[str, typer.Option(help="When to run, as a cron line (UTC).")] = "0 * * * *",
+    name: Annotated[str, typer.Option(help="Deployment name shown in the Prefect UI.")] = (
+        "crucible-pipeline"
+    ),
+    lake: LakeOpt = DEFAULT_LAKE,
+    tasks: TasksOpt = None,
+    domain: DomainOpt = None,
+    task: TaskNamesOpt = None,
+    stages: StagesOpt = "generate,verify,repair,dedup,export",
+    generator: GeneratorOpt = "perturb",
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = "http://localhost:8000/v1",
+    samples: SamplesOpt = 4,
+    candidates_per_task: PerTaskOpt = None,
+    repair_rounds: RoundsOpt = 2,
+    mix: MixOpt = None,
+) -> None:
+    """Serve the pipeline as a Prefect deployment on a cron schedule (runs until stopped
+    with Ctrl-C). Start `crucible server` first and export PREFECT_API_URL so the
+    schedule and its runs live in the server and show in its UI; the same parameters can
+    be changed per run there."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    from flows.pipeline import pipeline_flow
+
+    try:
+        CronSchedule(cron=cron)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{cron!r} is not a cron line (e.g. '0 * * * *')", param_hint="--cron"
+        ) from None
+    settings = _settings(
+        lake, tasks, domain, task, stages, generator, model, base_url, samples,
+        candidates_per_task, repair_rounds, mix,
+    )  # fmt: skip
+    if not os.environ.get("PREFECT_API_URL"):
+        render.console().print(
+            "[yellow]PREFECT_API_URL is not set:[/] serving against a temporary server that "
+            "goes away with this process. Run `crucible server` and export "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api to keep the schedule and see it."
+        )
+    pipeline_flow.serve(name=name, cron=cron, parameters={"settings": settings})
+
+
+@app.command()
+def server(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for the API and the UI.")] = 4200,
+) -> None:
+    """Start the Prefect server and UI (Ctrl-C stops it). Then, in the shell that runs
+    Crucible: export PREFECT_API_URL=http://HOST:PORT/api, and open http://HOST:PORT to
+    watch flow runs, their stage tasks, logs and artifacts (pass rates, taxonomy, export
+    manifest)."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("prefect") or str(Path(sys.executable).with_name("prefect"))
+    if not Path(exe).exists():
+        raise typer.BadParameter("the prefect CLI is not installed: pip install 'prefect==3.9.1'")
+    render.console().print(
+        f"Prefect UI: http://{host}:{port}  ·  in other shells: "
+        f"export PREFECT_API_URL=http://{host}:{port}/api"
+    )
+    try:
+        rc = subprocess.call([exe, "server", "start", "--host", host, "--port", str(port)])
+    except KeyboardInterrupt:
+        rc = 0
+    raise typer.Exit(rc)
+
+
+def _settings(
+    lake: Path,
+    tasks: list[Path] | None,
+    domain: list[str] | None,
+    task: list[str] | None,
+    stages: str,
+    generator: str,
+    model: str | None,
+    base_url: str,
+    samples: int,
+    candidates_per_task: int | None,
+    repair_rounds: int,
+    mix: str | None,
+    *,
+    seed: int = 0,
+    workers: int | None = None,
+    batch_size: int = 8,
+    export_dir: Path | None = None,
+    sim_only: bool = False,
+    unconfined: bool = False,
+    temperature: float = 0.8,
+    max_tokens: int = 2048,
+    concurrency: int = 8,
+):
+    from flows.stages import PipelineSettings
+    from generators import GENERATORS
+    from ray_actors.verify import PoolSettings
+
+    if generator not in GENERATORS:
+        raise typer.BadParameter(f"choose one of {', '.join(GENERATORS)}", param_hint="--generator")
+    llm = None
+    if generator != "perturb":
+        if not model:
+            raise typer.BadParameter(
+                f"the {generator} generator needs --model", param_hint="--model"
+            )
+        llm = {
+            "model": model,
+            "base_url": base_url,
+            "n": samples,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "concurrency": concurrency,
+        }
+    return PipelineSettings(
+        lake=lake.absolute(),  # a scheduled run may start in another directory
+        task_roots=tuple(tasks or [DEFAULT_TASKS]),
+        domains=tuple(domain or ["rtl"]),
+        task_names=tuple(task) if task else None,
+        stages=_stages(stages),
+        generator=generator,
+        llm=llm,
+        candidates_per_task=candidates_per_task,
+        repair_rounds=repair_rounds,
+        limits=_limits(sim_only, unconfined),
+        seed=seed,
+        pool=PoolSettings(workers=workers, batch_size=batch_size),
+        export={"mix": _mix(mix)} if mix else {},
+        export_dir=export_dir,
+    )
 
 
 def _stages(text: str) -> tuple[str, ...]:
@@ -237,7 +360,9 @@ def _mix(text: str) -> dict:
         raw = Path(text).read_text() if text.endswith(".json") else text
         mix = json.loads(raw)
     except (OSError, ValueError) as e:
-        raise typer.BadParameter(f"not JSON or a readable .json file: {e}", "--mix") from None
+        raise typer.BadParameter(
+            f"not JSON or a readable .json file: {e}", param_hint="--mix"
+        ) from None
     if not isinstance(mix, dict) or not set(mix) <= {"domain", "level", "origin"}:
         raise typer.BadParameter(
             'expected {"domain": {...}, "level": {...}, "origin": {...}} weights', "--mix"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -190,7 +191,13 @@ def ingest(ctx: StageContext) -> None:
 
 
 def generator(ctx: StageContext) -> Generator:
-    return make_generator(ctx.settings.generator, ctx.settings.llm)
+    llm = ctx.settings.llm
+    if llm is not None and not llm.get("api_key"):
+        # The key is read where the generator is made (a scheduled run's own process),
+        # never stored in the run's parameters.
+        env = llm.get("api_key_env") or "OPENAI_API_KEY"
+        llm = {**llm, "api_key": os.environ.get(env, "")}
+    return make_generator(ctx.settings.generator, llm)
 
 
 def generate(ctx: StageContext, gen: Generator | None = None) -> None:

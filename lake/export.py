@@ -206,7 +206,7 @@ class ExportResult:
 
 
 @dataclass
-class _Row:
+class ExportRow:
     """One output row plus what sampling and bookkeeping need but the file does not hold."""
 
     key: str  # stable id of the row within its kind
@@ -232,7 +232,7 @@ def export(
     _require_dedup(con, settings)
     tasks = {r["task_id"]: task_from_row(r) for r in db.rows(con, SQL_FILES["tasks"])}
 
-    built: dict[str, list[_Row]] = {}
+    built: dict[str, list[ExportRow]] = {}
     stats: dict[str, dict[str, int]] = {}
     for kind in settings.kinds:
         rows, kind_stats = BUILDERS[kind](con, tasks, settings)
@@ -321,7 +321,7 @@ def _verifier(r: Mapping[str, Any]) -> tuple[str, str, str, str]:
 
 def build_sft_direct(
     con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
-) -> tuple[list[_Row], dict[str, int]]:
+) -> tuple[list[ExportRow], dict[str, int]]:
     rows = []
     for r in db.rows(con, SQL_FILES["sft_direct"]):
         task = tasks[r["task_id"]]
@@ -329,13 +329,13 @@ def build_sft_direct(
             "messages": [*instruction_messages(task), answer(task, r["code"])],
             **_common(task, r, [r["verdict_id"]]),
         }
-        rows.append(_Row(r["candidate_id"], data, _verifier(r)))
+        rows.append(ExportRow(r["candidate_id"], data, _verifier(r)))
     return rows, {}
 
 
 def build_sft_repair(
     con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
-) -> tuple[list[_Row], dict[str, int]]:
+) -> tuple[list[ExportRow], dict[str, int]]:
     rows, firsts = [], []
     for r in db.rows(con, SQL_FILES["sft_repair"]):
         task = tasks[r["task_id"]]
@@ -354,15 +354,15 @@ def build_sft_repair(
             "trajectory_id": r["trajectory_id"],
             "rounds": int(r["rounds"]),
         }
-        rows.append(_Row(r["trajectory_id"], data, _verifier(r)))
+        rows.append(ExportRow(r["trajectory_id"], data, _verifier(r)))
         firsts.append(failed[0]["code"])
     kept = filter_repair_near_duplicates(rows, firsts, settings.near_dup_threshold)
     return kept, {"near_duplicates_dropped": len(rows) - len(kept)}
 
 
 def filter_repair_near_duplicates(
-    rows: Sequence[_Row], first_attempts: Sequence[str], threshold: float
-) -> list[_Row]:
+    rows: Sequence[ExportRow], first_attempts: Sequence[str], threshold: float
+) -> list[ExportRow]:
     """One repair row per near-duplicate cluster of first failed attempts, per domain.
 
     The fixes are dedup keepers, but the failed attempts are not deduplicated: they are
@@ -376,10 +376,10 @@ def filter_repair_near_duplicates(
     by_domain: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         by_domain[row.data["domain"]].append(i)
-    kept: list[_Row] = []
+    kept: list[ExportRow] = []
     for domain, idx in sorted(by_domain.items()):
         labels = near_duplicate_clusters([first_attempts[i] for i in idx], domain, dedup_settings)
-        best: dict[int, _Row] = {}
+        best: dict[int, ExportRow] = {}
         for i, label in zip(idx, labels, strict=True):
             row = rows[i]
             held = best.get(label)
@@ -389,14 +389,14 @@ def filter_repair_near_duplicates(
     return kept
 
 
-def _repair_rank(row: _Row) -> tuple[int, int, str]:
+def _repair_rank(row: ExportRow) -> tuple[int, int, str]:
     chars = sum(len(m["content"]) for m in row.data["messages"])
     return (row.data["rounds"], chars, row.key)
 
 
 def build_sft_optimize(
     con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
-) -> tuple[list[_Row], dict[str, int]]:
+) -> tuple[list[ExportRow], dict[str, int]]:
     """Per task: each passing keeper that the task's best beats by the margin -> the best.
 
     Up to `optimize_pairs_per_task` pairs per task, the largest gains first; a candidate
@@ -438,7 +438,7 @@ def build_sft_optimize(
                 "value": best_value,
             }
             key = f"{slow['candidate_id']}>{best['candidate_id']}"
-            rows.append(_Row(key, data, _verifier(best)))
+            rows.append(ExportRow(key, data, _verifier(best)))
     return rows, {}
 
 
@@ -478,7 +478,7 @@ def _number(v: float) -> str:
 
 def build_dpo(
     con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
-) -> tuple[list[_Row], dict[str, int]]:
+) -> tuple[list[ExportRow], dict[str, int]]:
     """Per task, chosen and rejected candidates paired one to one.
 
     Chosen in a seeded order; rejected ranked functional failures that compiled first,
@@ -520,7 +520,7 @@ def build_dpo(
                 "rejected_status": bad["status"],
             }
             key = f"{good['candidate_id']}>{bad['candidate_id']}"
-            rows.append(_Row(key, data, _verifier(good)))
+            rows.append(ExportRow(key, data, _verifier(good)))
     return rows, {}
 
 
@@ -546,7 +546,7 @@ def weight_of(values: Mapping[str, Any], mix: Mapping[str, Mapping[str | int, fl
     return weight
 
 
-def sample(rows: Sequence[_Row], kind: str, settings: ExportSettings) -> list[_Row]:
+def sample(rows: Sequence[ExportRow], kind: str, settings: ExportSettings) -> list[ExportRow]:
     """Drop weight-0 rows, draw `size` of the rest by weight, in seeded order."""
     keyed = []
     for row in rows:
@@ -575,7 +575,7 @@ def shard_name(index: int, count: int) -> str:
 
 
 def _write_kinds(
-    root: Path, built: Mapping[str, Sequence[_Row]], shard_rows: int
+    root: Path, built: Mapping[str, Sequence[ExportRow]], shard_rows: int
 ) -> list[dict[str, Any]]:
     files = []
     for kind, rows in built.items():
@@ -617,7 +617,7 @@ def _manifest(
     name: str,
     created_at: str,
     settings: ExportSettings,
-    built: Mapping[str, Sequence[_Row]],
+    built: Mapping[str, Sequence[ExportRow]],
     stats: Mapping[str, Mapping[str, int]],
     files: list[dict[str, Any]],
     versions: Mapping[str, int],

@@ -132,7 +132,6 @@ def build(root: Path) -> Scenario:
     s = Scenario(lake, tasks)
     adder, alu, fifo, cmp = (tasks[n] for n in ("adder8", "alu8", "sync_fifo8", "cmp8_mode"))
     assert adder.reference and alu.reference and fifo.reference and cmp.reference
-    sum_expr = "{1'b0, a} + {1'b0, b} + {8'd0, cin}"
 
     with BatchWriter(lake, run_id="fixture") as w:
         for task in tasks.values():
@@ -185,7 +184,12 @@ def build(root: Path) -> Scenario:
         # compile error, and passing code that is never a subject.
         cand("adder_ref", adder, adder.reference, "reference")
         cand("adder_rewrite", adder, ADDER_REWRITE, "rewrite")
-        cand("adder_neardup", adder, mutate(adder.reference, sum_expr, "a + b + cin"), "rewrite")
+        cand(
+            "adder_neardup",
+            adder,
+            mutate(adder.reference, "{8'd0, cin}", "{8'h00, cin}"),
+            "rewrite",
+        )
         cand(
             "adder_wa1", adder, mutate(adder.reference, "+ {8'd0, cin}", "- {8'd0, cin}"), "perturb"
         )
