@@ -164,6 +164,9 @@ def run(
         typer.Option(help="Verifier actors (default: one per slot of the node resource)"),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Candidates per actor call.")] = 8,
+    commit_every: Annotated[
+        int, typer.Option(help="Verdicts per lake commit: at most what a crash costs to redo.")
+    ] = 256,
     seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
     export_dir: Annotated[
         Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
@@ -186,7 +189,7 @@ def run(
     settings = _settings(
         lake, tasks, domain, task, stages, generator, model, base_url, samples,
         candidates_per_task, repair_rounds, mix, seed=seed, workers=workers,
-        batch_size=batch_size, export_dir=export_dir, sim_only=sim_only,
+        batch_size=batch_size, commit_every=commit_every, export_dir=export_dir, sim_only=sim_only,
         unconfined=unconfined, temperature=temperature, max_tokens=max_tokens,
         concurrency=concurrency,
     )  # fmt: skip
@@ -297,6 +300,7 @@ def _settings(
     seed: int = 0,
     workers: int | None = None,
     batch_size: int = 8,
+    commit_every: int = 256,
     export_dir: Path | None = None,
     sim_only: bool = False,
     unconfined: bool = False,
@@ -337,6 +341,7 @@ def _settings(
         limits=_limits(sim_only, unconfined),
         seed=seed,
         pool=PoolSettings(workers=workers, batch_size=batch_size),
+        verdict_batch=commit_every,
         export={"mix": _mix(mix)} if mix else {},
         export_dir=export_dir,
     )

@@ -197,7 +197,29 @@ def generator(ctx: StageContext) -> Generator:
         # never stored in the run's parameters.
         env = llm.get("api_key_env") or "OPENAI_API_KEY"
         llm = {**llm, "api_key": os.environ.get(env, "")}
+    if ctx.settings.generator == "vllm":
+        # the engine lives on a GPU actor of the cluster (checked before it is created)
+        from generators.settings import LLMSettings
+        from ray_actors.generate import vllm_generator
+
+        cluster.start(ctx.settings.ray)
+        return vllm_generator(LLMSettings.from_dict(dict(llm or {})))
     return make_generator(ctx.settings.generator, llm)
+
+
+@contextlib.contextmanager
+def _generator(ctx: StageContext, gen: Generator | None) -> Iterator[Generator]:
+    """The given generator, or one made for this stage and closed after it."""
+    if gen is not None:
+        yield gen
+        return
+    made = generator(ctx)
+    try:
+        yield made
+    finally:
+        close = getattr(made, "close", None)
+        if close is not None:
+            close()
 
 
 def generate(ctx: StageContext, gen: Generator | None = None) -> None:
@@ -206,8 +228,12 @@ def generate(ctx: StageContext, gen: Generator | None = None) -> None:
     A task's candidates are committed together (whole tasks per commit), so a task with
     any candidate of this generator's channel is complete and a rerun skips it.
     """
+    with _generator(ctx, gen) as g:
+        _generate(ctx, g)
+
+
+def _generate(ctx: StageContext, gen: Generator) -> None:
     s = ctx.settings
-    gen = gen or generator(ctx)
     want = _wanted_per_task(s, gen)
     todo = db.rows(
         ctx.con,
@@ -236,8 +262,7 @@ def generate(ctx: StageContext, gen: Generator | None = None) -> None:
                     w.flush()
     ctx.count("generated", made)
     ctx.count("candidates_written", w.stats["candidates"].written)
-    for k, v in gen.stats.items():
-        ctx.count(f"generator_{k}", v)
+    ctx.counts["generator_stats"] = dict(gen.stats)
     rep.done()
 
 
@@ -326,10 +351,14 @@ def repair(ctx: StageContext, gen: Generator | None = None) -> None:
     (`sql/repair_heads.sql`), generate a fix from the code and the verdict's feedback,
     verify the fixes, and close the chains that ended (pass, or out of rounds) as
     trajectories. Each round reads its work from the lake, so a killed run resumes."""
-    s = ctx.settings
-    if s.repair_rounds <= 0:
+    if ctx.settings.repair_rounds <= 0:
         return
-    gen = gen or generator(ctx)
+    with _generator(ctx, gen) as g:
+        _repair(ctx, g)
+
+
+def _repair(ctx: StageContext, gen: Generator) -> None:
+    s = ctx.settings
     rep = reporter()
     for domain in s.domains:
         for round_no in range(1, s.repair_rounds + 1):
@@ -346,9 +375,7 @@ def repair(ctx: StageContext, gen: Generator | None = None) -> None:
                 break
             verify(ctx, (domain,))
             ctx.count("trajectories_written", close_chains(ctx, domain))
-    for k, v in gen.stats.items():
-        if k.startswith("repair"):
-            ctx.count(f"generator_{k}", v)
+    ctx.counts["repair_stats"] = {k: v for k, v in gen.stats.items() if k.startswith("repair")}
 
 
 def _repair_requests(ctx: StageContext, domain: str) -> list[RepairRequest]:

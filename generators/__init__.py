@@ -1,8 +1,9 @@
 """Candidate producers behind one interface (`generators.base.Generator`).
 
 `make_generator(name, llm)` builds one by name: `perturb` (offline, the default), `openai`
-(any OpenAI-compatible endpoint, e.g. `vllm serve`) or `vllm` (the in-process engine on a
-GPU Ray actor). Imports happen on first use, with an install hint when they fail.
+(any OpenAI-compatible endpoint, e.g. `vllm serve`) or `vllm` (the engine in this process;
+`ray_actors.generate.vllm_generator` puts it on a GPU Ray actor, which is what the pipeline
+uses). Imports happen on first use, with an install hint when they fail.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ UNFENCED: dict[str, str] = {
     "cad": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
     "embedded": r"\A" + _LEAD_C + r"#\s*include\b",
     "ascendc": r"\A" + _LEAD_C + r"#\s*include\b",
-    "x86asm": r"\A(?:\s*(?:#|//)[^\n]*)*\s*\.(?:text|globl|global|intel_syntax|att_syntax|section)\b",
+    "x86asm": r"\A(?:\s*(?:#|//)[^\n]*)*\s*\."
+    r"(?:text|globl|global|intel_syntax|att_syntax|section)\b",
 }
 
 PYTHON_DOMAINS = frozenset({"cuda", "triton", "cad"})
@@ -156,11 +157,15 @@ def extract_code(answer: str, domain: str, entry: str | None = None) -> Extracti
     if blocks:
         seen = sorted({b.lang or "untagged" for b in blocks})
         return Extraction(
-            None, f"no {fence} code: only blocks tagged {', '.join(seen)} without an entry point",
+            None,
+            f"no {fence} code: only blocks tagged {', '.join(seen)} without an entry point",
             text,
         )
     if _reads_as_code(text, domain):
-        return Extraction(_tidy(text.split("\n")), "unfenced answer that is code", text)
+        code = text
+        if domain == "rtl":  # prose after the design is not part of it
+            code = code[: code.rindex("endmodule") + len("endmodule")]
+        return Extraction(_tidy(code.split("\n")), "unfenced answer that is code", text)
     return Extraction(None, f"no fenced block, and the answer is not {fence} code", text)
 
 

@@ -102,7 +102,8 @@ class ChatGenerator(Generator):
         super().__init__()
         if not settings.model:
             raise GeneratorError(
-                f"the {self.name} generator needs a model name (e.g. Qwen/Qwen2.5-Coder-7B-Instruct)"
+                f"the {self.name} generator needs a model name "
+                "(e.g. Qwen/Qwen2.5-Coder-7B-Instruct)"
             )
         self.settings = settings
         self._stats_lock = threading.Lock()  # `_complete` may run on several threads
@@ -144,9 +145,12 @@ class ChatGenerator(Generator):
 
         def work(chunk: list[Task]) -> list[list[Candidate]]:
             sampled = self._sample([instruction_messages(t) for t in chunk], count, seed)
-            return [self._candidates(t, s, self._llm_candidate(t)) for t, s in zip(chunk, sampled)]
+            return [
+                self._candidates(t, s, self._llm_candidate(t))
+                for t, s in zip(chunk, sampled, strict=True)
+            ]
 
-        yield from zip(tasks, self._fan_out(work, tasks))
+        yield from zip(tasks, self._fan_out(work, tasks), strict=True)
 
     def repair(self, request: RepairRequest, *, seed: int = 0) -> list[Candidate]:
         return next(self.repair_many([request], seed=seed))[1]
@@ -163,11 +167,13 @@ class ChatGenerator(Generator):
             ]
             sampled = self._sample(convs, 1, seed)
             return [
-                self._candidates(r.task, s, lambda code, prompt, r=r: r.child(code, self.label, prompt))
-                for r, s in zip(chunk, sampled)
+                self._candidates(
+                    r.task, s, lambda code, prompt, r=r: r.child(code, self.label, prompt)
+                )
+                for r, s in zip(chunk, sampled, strict=True)
             ]
 
-        yield from zip(requests, self._fan_out(work, requests))
+        yield from zip(requests, self._fan_out(work, requests), strict=True)
 
     # --- shared bookkeeping --------------------------------------------------------------------
     def _count(self, **amounts: int) -> None:
@@ -182,13 +188,15 @@ class ChatGenerator(Generator):
         for round_ in itertools.count():
             if not pending:
                 break
-            rseed = seed if round_ == 0 else seeded_rng(str(seed), "round", str(round_)).getrandbits(31)
+            rseed = _round_seed(seed, round_)
             requests = [ChatRequest(convs[i], n - len(got[i]), rseed) for i in pending]
             completions = self._complete(requests)
             self._count(requests=len(requests))
             still = []
-            for i, req, comp in zip(pending, requests, completions):
-                self._count(prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens)
+            for i, req, comp in zip(pending, requests, completions, strict=True):
+                self._count(
+                    prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens
+                )
                 got[i].extend(_Sample(req, comp, c) for c in comp.choices[: req.n])
                 if not comp.choices:
                     self._count(empty_responses=1)  # asking again would loop forever
@@ -362,6 +370,10 @@ class OpenAIGenerator(ChatGenerator):
         return Completion(
             choices, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         )
+
+
+def _round_seed(seed: int, round_: int) -> int:
+    return seed if round_ == 0 else seeded_rng(str(seed), "round", str(round_)).getrandbits(31)
 
 
 def retry_after_s(value: str | None) -> float:

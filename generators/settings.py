@@ -27,7 +27,7 @@ class LLMSettings:
     concurrency: int = 8  # requests in flight at once
     timeout_s: float = 120.0  # per HTTP request
     # vllm generator only: extra `vllm.LLM` arguments (max_model_len, gpu_memory_utilization)
-    engine_args: dict[str, Any] = field(default_factory=dict)
+    engine_args: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         for name in ("n", "max_tokens", "concurrency"):

@@ -110,4 +110,3 @@ class VllmGenerator(ChatGenerator):
                 f"the vllm engine answered {len(out)} of {len(requests)} conversations"
             )
         return [Completion.from_dict(d) for d in out]
-

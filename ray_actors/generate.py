@@ -64,7 +64,9 @@ class RemoteEngine:
         ray.kill(self.actor)
 
 
-def start_engine(settings: LLMSettings, resources: Mapping[str, float] | None = None) -> RemoteEngine:
+def start_engine(
+    settings: LLMSettings, resources: Mapping[str, float] | None = None
+) -> RemoteEngine:
     """Start the engine actor on a GPU node. `resources` defaults to the running cluster's."""
     require_gpu(ray.cluster_resources() if resources is None else resources)
     actor_cls = ray.remote(VllmEngineWorker).options(num_gpus=1, num_cpus=1, max_restarts=0)

@@ -43,7 +43,7 @@ ok AS (
     SELECT
         *,
         CASE
-            WHEN idx = rounds THEN latest_status = 'pass' AND keeper AND NOT contaminated
+            WHEN idx = rounds THEN latest_status = 'pass'
             ELSE status NOT IN ('pass', 'infra_error')
                 AND latest_status <> 'pass'
                 AND NOT coalesce(contaminated, false)

@@ -97,7 +97,8 @@ def test_blocks_in_another_language_only():
 
 
 def test_think_is_stripped_before_extraction():
-    answer = f"<think>\nmaybe ```verilog\nmodule adder8(); endmodule\n```\n</think>\n```sv\n{ADDER}```"
+    draft = "maybe ```verilog\nmodule adder8(); endmodule\n```"
+    answer = f"<think>\n{draft}\n</think>\n```sv\n{ADDER}```"
     assert rtl(answer).code == ADDER
     # a chat template that opens <think> itself leaves only the closing tag in the answer
     assert rtl(f"reasoning about adders\n</think>\n\n```sv\n{ADDER}```").code == ADDER
@@ -111,8 +112,9 @@ def test_answer_cut_inside_think():
 
 
 def test_unfenced_answer_that_is_code():
-    ex = rtl("// 8-bit adder\n`timescale 1ns/1ps\n" + ADDER)
-    assert ex.code is not None and "endmodule" in ex.code
+    head = "// 8-bit adder\n`timescale 1ns/1ps\n"
+    ex = rtl(head + ADDER + "\nThis module adds the operands.\n")
+    assert ex.code == head + ADDER
     assert "unfenced" in ex.reason
 
 

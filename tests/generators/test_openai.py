@@ -147,9 +147,10 @@ def test_retries_429_honouring_retry_after_then_5xx_then_succeeds(server, task):
 
 def test_gives_up_after_the_last_retry_naming_the_endpoint(server, task):
     server.replies.extend(Reply(500) for _ in range(10))
-    with OpenAIGenerator(settings_for(server, retries=2)) as gen, pytest.raises(
-        GeneratorError
-    ) as err:
+    with (
+        OpenAIGenerator(settings_for(server, retries=2)) as gen,
+        pytest.raises(GeneratorError) as err,
+    ):
         gen.generate(task)
     assert len(server.requests) == 3
     msg = str(err.value)

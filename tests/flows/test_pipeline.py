@@ -1,0 +1,188 @@
+"""The pipeline end to end on a handful of catalog tasks: real tools, real Prefect (its
+test harness), real Ray, real lake; and what a kill does to it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flows.pipeline import pipeline_flow
+from flows.stages import PipelineSettings
+from lake import db
+from lake.store import Lake, LakeError
+from ray_actors import cluster
+from ray_actors.verify import PoolSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "tasks"
+NAMES = ("mux4", "updown_counter8", "seq_det_1011_mealy")
+HOLDOUT = "cmp8_mode"  # a holdout task of the catalog: verified, never exported
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    from prefect.testing.utilities import prefect_test_harness
+
+    cluster.start(cluster.ClusterSettings(num_cpus=2))
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+    cluster.shutdown()
+
+
+def catalog_subset(tmp_path: Path, names=NAMES) -> Path:
+    root = tmp_path / "catalog"
+    for n in names:
+        shutil.copytree(CATALOG / "rtl" / n, root / "rtl" / n)
+    return root
+
+
+def q(lake: Path, sql: str) -> list[tuple]:
+    con = db.connect(Lake(lake))
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def settings_for(lake: Path, root: Path, **kw) -> PipelineSettings:
+    return PipelineSettings(lake=lake, task_roots=(root,), pool=PoolSettings(batch_size=4), **kw)
+
+
+def test_holdout_fixture_is_a_holdout_task():
+    assert 'split = "holdout"' in (CATALOG / "rtl" / HOLDOUT / "task.toml").read_text()
+
+
+def test_pipeline_end_to_end_then_rerun_adds_nothing(tmp_path, harness):
+    root = catalog_subset(tmp_path, (*NAMES, HOLDOUT))
+    lake = tmp_path / "lake"
+    settings = settings_for(lake, root)
+    result = pipeline_flow(settings)
+    c = result["counts"]
+
+    n_cand = q(lake, "SELECT count(*) FROM candidates")[0][0]
+    assert c["tasks"] == 4 and n_cand == c["generated"] + c["repair_candidates"]
+    # every candidate has exactly one verdict, none of them infra
+    assert q(lake, "SELECT count(*), count(DISTINCT candidate_id) FROM raw_verdicts") == [
+        (n_cand, n_cand)
+    ]
+    assert q(lake, "SELECT count(*) FROM verdicts WHERE status = 'infra_error'") == [(0,)]
+    # repair: failed training candidates got fixes; closed chains end in a pass
+    traj = q(lake, "SELECT outcome, rounds, turns FROM trajectories")
+    assert traj and all(r >= 2 for _, r, _ in traj)
+    for outcome, _, turns in traj:
+        assert turns[0]["status"] != "pass"
+        assert outcome != "pass" or turns[-1]["status"] == "pass"
+    holdout_repairs = q(
+        lake,
+        f"""SELECT count(*) FROM candidates c JOIN tasks t USING (task_id)
+            WHERE t.name = '{HOLDOUT}' AND c.origin = 'repair'""",
+    )
+    assert holdout_repairs == [(0,)]
+    repairs = q(lake, "SELECT parent_id, attempt FROM candidates WHERE origin = 'repair'")
+    assert all(p and a >= 1 for p, a in repairs)
+    # dedup covered every candidate; the export holds data and names its files
+    assert q(lake, "SELECT count(DISTINCT candidate_id) FROM latest_dedup") == [(n_cand,)]
+    export = Path(c["export_path"])
+    assert (export / "manifest.json").is_file() and (export / "README.md").is_file()
+    assert list((export / "data").rglob("train-00000-of-*.parquet"))
+    # the run is recorded with its stage counts and the lake versions it saw
+    runs = q(lake, "SELECT flow, status, counts, lake_versions_written FROM runs")
+    assert [(f, s) for f, s, _, _ in runs] == [("pipeline", "completed")]
+    assert '"verified"' in runs[0][2] and '"verdicts"' in runs[0][3]
+    assert result["pass_rates_by_level"] and result["taxonomy"]
+
+    before = {t: q(lake, f"SELECT count(*) FROM raw_{t}")[0][0] for t in ("candidates",
+              "verdicts", "trajectories", "dedup", "tasks")}  # fmt: skip
+    again = pipeline_flow(settings)["counts"]
+    assert again["verified"] == 0 and again["candidates_written"] == 0
+    assert again.get("repair_candidates", 0) == 0
+    after = {t: q(lake, f"SELECT count(*) FROM raw_{t}")[0][0] for t in before}
+    assert after == before
+    assert q(lake, "SELECT count(*) FROM runs") == [(2,)]
+
+
+def lake_state(lake: Path) -> dict[str, set]:
+    """What a resumed run must equal: the ids in every stage's table."""
+    return {
+        "tasks": set(q(lake, "SELECT task_id FROM tasks")),
+        "candidates": set(q(lake, "SELECT candidate_id, parent_id, attempt FROM candidates")),
+        "verdicts": set(
+            q(lake, "SELECT verdict_id, status FROM verdicts WHERE status <> 'infra_error'")
+        ),
+        "trajectories": set(q(lake, "SELECT trajectory_id, outcome FROM trajectories")),
+    }
+
+
+def no_duplicates(lake: Path) -> None:
+    for table, key in (("candidates", "candidate_id"), ("verdicts", "verdict_id"),
+                       ("trajectories", "trajectory_id"), ("tasks", "task_id")):  # fmt: skip
+        assert q(lake, f"SELECT count(*) - count(DISTINCT {key}) FROM raw_{table}") == [(0,)]
+
+
+def _commits(lake: Path, table: str) -> int:
+    return len(list((lake / "tables" / table / "_delta_log").glob("*.json")))
+
+
+def test_a_run_killed_mid_verify_resumes_to_the_same_lake(tmp_path, harness):
+    root = catalog_subset(tmp_path)
+    stages = ("generate", "verify", "repair")
+    # the reference: one uninterrupted run
+    whole = tmp_path / "whole"
+    pipeline_flow(settings_for(whole, root, stages=stages))
+
+    # the same run in its own process (own Prefect, own Ray), killed with SIGKILL once
+    # some verdicts are committed and before verification is done
+    killed = tmp_path / "killed"
+    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect-home"))
+    env.pop("PREFECT_API_URL", None)
+    cmd = [sys.executable, "-m", "flows.cli", "run", "--lake", str(killed), "--tasks",
+           str(root), "--stages", ",".join(stages), "--batch-size", "2",
+           "--commit-every", "4", "--workers", "1"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (killed / "tables").is_dir() and _commits(killed, "verdicts") >= 3:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"the run ended before it could be killed: {proc.stderr}"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    partial = q(killed, "SELECT count(*) FROM verdicts")[0][0]
+    n_whole = len(lake_state(whole)["verdicts"])
+    assert 0 < partial < n_whole
+
+    pipeline_flow(settings_for(killed, root, stages=stages))
+    assert lake_state(killed) == lake_state(whole)
+    no_duplicates(killed)
+    no_duplicates(whole)
+
+
+def test_unusable_lake_path_stops_before_any_work(tmp_path, harness):
+    root = catalog_subset(tmp_path)
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a lake")
+    with pytest.raises(LakeError, match="not a directory"):
+        pipeline_flow(settings_for(blocker / "lake", root))
+    with pytest.raises(LakeError, match="is a file"):
+        pipeline_flow(settings_for(blocker, root))
+
+
+def test_corrupt_lake_stops_before_any_work(tmp_path, harness):
+    lake = tmp_path / "lake"
+    Lake(lake)
+    log = sorted((lake / "tables" / "verdicts" / "_delta_log").glob("*.json"))[-1]
+    log.write_text("{ this is not json")
+    with pytest.raises(LakeError):
+        pipeline_flow(settings_for(lake, catalog_subset(tmp_path)))
