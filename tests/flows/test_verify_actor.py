@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 from ray_actors.verify import VerifierWorker
@@ -29,3 +33,51 @@ def test_a_verifier_crash_is_an_infra_verdict_and_the_batch_goes_on(monkeypatch)
     assert [v["status"] for v in out] == [Status.INFRA_ERROR.value, Status.PASS.value]
     assert out[0]["code"] == "tool_crash" and "boom" in out[0]["feedback"]
     assert out[0]["candidate_id"] == content_id(task.task_id, ref + "// CRASH\n")
+
+
+def _busy_worker_pid(deadline: float) -> int:
+    """The pid of a verifier actor while it is inside `verify_batch` (its process title)."""
+    import psutil
+
+    while time.monotonic() < deadline:
+        for p in psutil.process_iter(["cmdline"]):
+            if any("VerifierWorker.verify_batch" in part for part in p.info["cmdline"] or ()):
+                return p.pid
+        time.sleep(0.02)
+    raise AssertionError("no verifier actor became busy")
+
+
+def test_an_actor_killed_mid_batch_loses_nothing(tmp_path):
+    from generators.perturb import generator_for
+    from ray_actors import cluster
+    from ray_actors.verify import PoolSettings, verify_candidates
+
+    task = load_task(TASK)
+    cands = generator_for("rtl").generate(task)
+    limits = Limits(gates=("compile", "simulate"))
+    cluster.start(cluster.ClusterSettings(num_cpus=2))
+    try:
+        verdicts = []
+        runner = threading.Thread(
+            target=lambda: verdicts.extend(
+                verify_candidates(
+                    "rtl", cands, {task.task_id: task}, limits,
+                    PoolSettings(workers=1, batch_size=len(cands) // 2 + 1),
+                )
+            )
+        )  # fmt: skip
+        runner.start()
+        pid = _busy_worker_pid(time.monotonic() + 60)
+        os.kill(pid, signal.SIGKILL)
+        runner.join(timeout=180)
+        import psutil
+
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert not runner.is_alive()
+    finally:
+        cluster.shutdown()
+    # the killed batch was retried on the restarted actor: every candidate, once, judged
+    assert sorted(v.candidate_id for v in verdicts) == sorted(c.candidate_id for c in cands)
+    assert not [v for v in verdicts if v.status is Status.INFRA_ERROR]
+    ref = next(v for v in verdicts if v.candidate_id == cands[0].candidate_id)
+    assert cands[0].origin == "reference" and ref.passed

@@ -1,0 +1,13 @@
+"""The test session is an entry point: keep Ray and Prefect quiet and self-contained
+(set before either is imported by a test module)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="crucible-test-prefect-"))
