@@ -69,8 +69,23 @@ def start(settings: ClusterSettings) -> dict[str, float]:
     return ray.cluster_resources()
 
 
+# Verifier resources Ray already knows by another name: `cpu` work needs only cores, `GPU`
+# is Ray's own GPU accounting (num_gpus), not a custom resource.
+RAY_NATIVE = {"cpu": "CPU", "GPU": "GPU"}
+
+
 def slots(resource: str) -> int:
-    return int(ray.cluster_resources().get(resource, 0))
+    """How many actors needing one unit of `resource` the cluster can hold at once."""
+    return int(ray.cluster_resources().get(RAY_NATIVE.get(resource, resource), 0))
+
+
+def actor_options(resource: str) -> dict:
+    """Ray options that pin an actor to a node offering `resource`."""
+    if resource == "GPU":
+        return {"num_gpus": 1, "num_cpus": 1}
+    if resource == "cpu":
+        return {"num_cpus": 1}
+    return {"resources": {resource: 1}, "num_cpus": 1}
 
 
 def shutdown() -> None:

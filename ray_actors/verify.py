@@ -58,7 +58,7 @@ def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[Acto
         raise NoNodeForResource(domain, resource)
     n = min(settings.workers or available, available)
     actor_cls = ray.remote(VerifierWorker).options(
-        resources={resource: 1}, num_cpus=1, max_restarts=2, max_task_retries=2
+        **cluster.actor_options(resource), max_restarts=2, max_task_retries=2
     )
     actors = [actor_cls.remote(domain, limits.to_dict()) for _ in range(n)]
     return ActorPool(actors), n

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ray_actors.verify import VerifierWorker
 from verifiers.catalog import load_task
-from verifiers.contract import Limits, Status, content_id
+from verifiers.contract import Candidate, Limits, Status, content_id
 
 TASK = Path(__file__).resolve().parents[2] / "tasks" / "rtl" / "mux4"
 
@@ -81,3 +81,33 @@ def test_an_actor_killed_mid_batch_loses_nothing(tmp_path):
     assert not [v for v in verdicts if v.status is Status.INFRA_ERROR]
     ref = next(v for v in verdicts if v.candidate_id == cands[0].candidate_id)
     assert cands[0].origin == "reference" and ref.passed
+
+
+def test_work_for_a_resource_no_node_has_is_infra_at_once(monkeypatch):
+    """A verifier pinned to a resource the cluster lacks must not leave actors pending
+    forever: its candidates come back at once as infra_error saying what to start."""
+    from ray_actors import cluster
+    from ray_actors.verify import PoolSettings, verify_candidates
+    from verifiers.registry import get_verifier
+
+    task = load_task(TASK)
+    cands = [Candidate(task.task_id, task.reference, "reference", "catalog:reference")]
+    monkeypatch.setattr(get_verifier("rtl"), "resource", "NPU")
+    cluster.start(cluster.ClusterSettings(num_cpus=1))
+    try:
+        t0 = time.monotonic()
+        out = list(verify_candidates("rtl", cands, {task.task_id: task}, Limits(), PoolSettings()))
+        assert time.monotonic() - t0 < 10
+    finally:
+        cluster.shutdown()
+    assert [v.status for v in out] == [Status.INFRA_ERROR]
+    assert out[0].code == "tool_missing" and "NPU" in out[0].feedback
+    assert "ray start --resources" in out[0].feedback
+
+
+def test_native_resources_map_to_ray_accounting():
+    from ray_actors import cluster
+
+    assert cluster.actor_options("GPU")["num_gpus"] == 1
+    assert cluster.actor_options("eda") == {"resources": {"eda": 1}, "num_cpus": 1}
+    assert "resources" not in cluster.actor_options("cpu")
