@@ -212,6 +212,106 @@ def run(
 
 
 @app.command()
+def dedup(
+    lake: LakeOpt = DEFAULT_LAKE,
+    domain: DomainOpt = None,
+    threshold: Annotated[
+        float, typer.Option(help="Jaccard similarity (MinHash estimate) for near duplicates.")
+    ] = 0.7,
+) -> None:
+    """Find exact and near-duplicate candidates (MinHash + LSH over code-token shingles,
+    run with Dask), pick one keeper per cluster (passing first, then shortest), and flag
+    candidates whose long n-grams overlap a holdout task. Appends to the `dedup` table;
+    exports take only keepers that are not contaminated."""
+    from flows.pipeline import dedup_flow
+    from flows.stages import PipelineSettings
+
+    settings = PipelineSettings(
+        lake=lake, domains=tuple(domain or ["rtl"]), dedup={"threshold": threshold}
+    )
+    result = _run_flow(dedup_flow, settings)
+    c = result["counts"]
+    render.console().print(
+        "dedup: "
+        + ", ".join(f"{k[6:]} {v}" for k, v in sorted(c.items()) if k.startswith("dedup_"))
+    )
+
+
+@app.command()
+def export(
+    lake: LakeOpt = DEFAULT_LAKE,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Directory that receives the export (default: <lake>/exports)."),
+    ] = None,
+    name: Annotated[
+        str, typer.Option(help="Export directory name (default: export-<UTC time>).")
+    ] = "",
+    kinds: Annotated[
+        str, typer.Option(help="Comma-separated: sft_direct,sft_repair,sft_optimize,dpo.")
+    ] = "sft_direct,sft_repair,sft_optimize,dpo",
+    mix: MixOpt = None,
+    size: Annotated[
+        int | None, typer.Option(help="Rows per kind, drawn by the mix weights (default: all).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    shard_rows: Annotated[int, typer.Option(help="Rows per Parquet shard.")] = 5000,
+    dpo_other_failures: Annotated[
+        bool,
+        typer.Option(
+            help="DPO: when a task has no failure that compiled, reject other failures too."
+        ),
+    ] = False,
+) -> None:
+    """Write SFT (direct, repair, optimization) and DPO data from the lake: Parquet shards
+    in the Hugging Face layout (data/<kind>/train-00000-of-0000N.parquet) plus JSONL, a
+    dataset card with its `configs` block, and manifest.json (mix, counts, shard sha256,
+    lake versions). Only dedup keepers of training tasks; never holdout, contaminated or
+    infra_error."""
+    from flows.pipeline import export_flow
+    from flows.stages import PipelineSettings
+
+    fields = {
+        "kinds": tuple(k.strip() for k in kinds.split(",") if k.strip()),
+        "size": size,
+        "seed": seed,
+        "shard_rows": shard_rows,
+        "dpo_other_failures": dpo_other_failures,
+        "name": name,
+    }
+    if mix:
+        fields["mix"] = _mix(mix)
+    try:
+        from lake.export import ExportSettings
+
+        ExportSettings(**fields)  # bad kinds / weights / names stop here, before any work
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    settings = PipelineSettings(lake=lake, export=fields, export_dir=out)
+    result = _run_flow(export_flow, settings)
+    c = result["counts"]
+    kinds_n = {k[7:]: v for k, v in c.items() if k.startswith("export_") and k != "export_path"}
+    render.console().print(
+        f"export: {c.get('export_path')} ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(kinds_n.items()))
+        + ")"
+    )
+
+
+def _run_flow(flow_fn, settings) -> dict:
+    """A flow run with lake and export errors printed as such (exit 2), not as tracebacks."""
+    from lake.export import ExportError
+    from lake.store import LakeError
+
+    con = render.console()
+    try:
+        return flow_fn(settings)
+    except (LakeError, ExportError) as e:
+        con.print(f"[bold red]{type(e).__name__}:[/] {e}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
 def serve(
     cron: Annotated[str, typer.Option(help="When to run, as a cron line (UTC).")] = "0 * * * *",
     name: Annotated[str, typer.Option(help="Deployment name shown in the Prefect UI.")] = (

@@ -526,7 +526,6 @@ def export(ctx: StageContext) -> dict[str, Any] | None:
     out = s.export_dir or (ctx.lake.root / "exports")
     fields = dict(s.export)
     fields.setdefault("out", out)
-    fields.setdefault("domains", tuple(s.domains))
     result = write_export(ctx.lake, ctx.con, ExportSettings(**fields), run_id=ctx.run_id)
     ctx.counts["export_path"] = str(result.path)
     for kind, n in result.counts.items():

@@ -176,6 +176,8 @@ class ExportSettings:
             raise ValueError("size must be None (everything eligible) or >= 0")
         if self.shard_rows < 1:
             raise ValueError("shard_rows must be at least 1")
+        if not 0 < self.near_dup_threshold < 1:
+            raise ValueError("near_dup_threshold must be in (0, 1)")
         if self.optimize_margin < 0 or self.optimize_pairs_per_task < 1:
             raise ValueError("optimize_margin must be >= 0 and optimize_pairs_per_task >= 1")
         if self.name and not _NAME.fullmatch(self.name):
@@ -229,19 +231,7 @@ def export(
         raise ExportError(f"export {final} already exists: pick another name or remove it")
     versions = lake.versions()
     read_versions = {t: versions[t] for t in READ_TABLES}
-    _require_dedup(con, settings)
-    tasks = {r["task_id"]: task_from_row(r) for r in db.rows(con, SQL_FILES["tasks"])}
-
-    built: dict[str, list[ExportRow]] = {}
-    stats: dict[str, dict[str, int]] = {}
-    for kind in settings.kinds:
-        rows, kind_stats = BUILDERS[kind](con, tasks, settings)
-        eligible = len(rows)
-        rows = sample(rows, kind, settings)
-        built[kind] = rows
-        stats[kind] = {**kind_stats, "eligible": eligible, "exported": len(rows)}
-        log.info("export %s: %s %d rows (%d eligible)", name, kind, len(rows), eligible)
-
+    built, stats = build_rows(con, settings)
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=out))
     try:
@@ -255,25 +245,65 @@ def export(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    counts = manifest["counts"]
+    same = None if settings.name else _existing_copy(con, manifest["export_id"])
+    if same is not None:
+        # An unnamed export identical to one already written (same lake state, same
+        # settings): keep that one, which the exports table points at, so rerunning the
+        # pipeline on an unchanged lake leaves no second copy.
+        shutil.rmtree(final, ignore_errors=True)
+        log.info("export %s is identical to %s: kept that one", name, same)
+        return ExportResult(same, manifest, dict(manifest["counts"]))
+    _record(lake, run_id, final, settings, manifest)
+    log.info("export %s written to %s: %s", name, final, manifest["counts"])
+    return ExportResult(final, manifest, dict(manifest["counts"]))
+
+
+def build_rows(
+    con: duckdb.DuckDBPyConnection, settings: ExportSettings
+) -> tuple[dict[str, list[ExportRow]], dict[str, dict[str, int]]]:
+    """Every kind's rows after eligibility, filters and the mix, and per-kind counters."""
+    _require_dedup(con, settings)
+    tasks = {r["task_id"]: task_from_row(r) for r in db.rows(con, SQL_FILES["tasks"])}
+    built: dict[str, list[ExportRow]] = {}
+    stats: dict[str, dict[str, int]] = {}
+    for kind in settings.kinds:
+        rows, kind_stats = BUILDERS[kind](con, tasks, settings)
+        built[kind] = sample(rows, kind, settings)
+        stats[kind] = {**kind_stats, "eligible": len(rows), "exported": len(built[kind])}
+        log.info("export: %s %d rows of %d eligible", kind, len(built[kind]), len(rows))
+    return built, stats
+
+
+def _record(
+    lake: Lake, run_id: str, path: Path, settings: ExportSettings, manifest: Mapping[str, Any]
+) -> None:
+    """One `exports` row; an export of the same content (same id) adds none."""
     with BatchWriter(lake, run_id=run_id) as w:
         w.add(
             "exports",
             [
                 {
                     "export_id": manifest["export_id"],
-                    "name": name,
-                    "path": str(final),
+                    "name": manifest["name"],
+                    "path": str(path),
                     "kinds": list(settings.kinds),
-                    "rows": sum(counts.values()),
+                    "rows": sum(manifest["counts"].values()),
                     "manifest": canonical_json(manifest),
                     "run_id": run_id,
-                    "created_at": to_timestamp(created_at),
+                    "created_at": to_timestamp(manifest["created_at"]),
                 }
             ],
         )
-    log.info("export %s written to %s: %s", name, final, counts)
-    return ExportResult(final, manifest, dict(counts))
+
+
+def _existing_copy(con: duckdb.DuckDBPyConnection, export_id: str) -> Path | None:
+    """Where an export with this id was written before, if it is still there."""
+    row = con.execute(
+        "SELECT path FROM exports WHERE export_id = $id", {"id": export_id}
+    ).fetchone()
+    if row and (Path(row[0]) / "manifest.json").is_file():
+        return Path(row[0])
+    return None
 
 
 def default_name(created_at: str) -> str:

@@ -1,7 +1,9 @@
 -- SFT repair: trajectories that ended in a pass after at least one failed attempt, with
 -- every turn's code and the verdict the next attempt was made from (status, feedback).
--- The final fix is the subject: its current outcome is a pass, it is a dedup keeper, not
--- contaminated, of a train task. Every earlier turn must be a real failure: its verdict
+-- The final fix's current outcome is a pass and it is not contaminated (its dedup row
+-- says so). It need not be a keeper: many chains converge on one verified variant, and a
+-- row is told apart by its failed attempts, which the export filters for near duplicates
+-- instead. Every earlier turn must be a real failure: its verdict
 -- is no infra_error (that feedback is the infrastructure's, not the code's), its current
 -- outcome is still a failure (a re-verification that passes it makes the "fix" a
 -- rewrite), and its code is not contaminated. A trajectory with a turn whose candidate or
@@ -43,7 +45,7 @@ ok AS (
     SELECT
         *,
         CASE
-            WHEN idx = rounds THEN latest_status = 'pass'
+            WHEN idx = rounds THEN latest_status = 'pass' AND contaminated = false
             ELSE status NOT IN ('pass', 'infra_error')
                 AND latest_status <> 'pass'
                 AND NOT coalesce(contaminated, false)

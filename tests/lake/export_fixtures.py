@@ -126,7 +126,9 @@ def checks(status: str) -> tuple[Check, ...]:
     return (Check("compile", True, 0.1), Check("simulate", False, 0.2, status))
 
 
-def build(root: Path) -> Scenario:
+def build(root: Path, *, hand_dedup: bool = True) -> Scenario:
+    """The scenario's lake; `hand_dedup=False` leaves the dedup table empty (for a test
+    that runs the real dedup pass)."""
     lake = Lake(root)
     tasks = catalog_tasks()
     s = Scenario(lake, tasks)
@@ -301,32 +303,8 @@ def build(root: Path) -> Scenario:
             w.add_trajectory(traj)
             s.trajectories[label] = traj.trajectory_id
 
-        # Dedup: an old pass, then the current one (latest_dedup reads the newest row).
-        old = {"adder_rewrite": False, "alu_demoted": True}
-        for label, keeper in old.items():
-            w.add("dedup", [_dedup_row(s, label, keeper=keeper, contaminated=False, at=T0)])
-        current_keepers = {
-            "adder_ref",
-            "adder_rewrite",
-            "adder_infra",
-            "adder_contam",
-            "alu_ref",
-            "fifo_ref",
-            "cmp_ref",
-        }
-        contaminated = {"adder_contam", "adder_wa_contam"}
-        for label, cid in s.ids.items():
-            if label == "adder_nodedup":
-                continue
-            keeper = label in current_keepers
-            w.add(
-                "dedup",
-                [_dedup_row(s, label, keeper=keeper, contaminated=label in contaminated, at=T2)],
-            )
-            if keeper and label not in contaminated:
-                s.keepers.add(cid)
-            if label in contaminated:
-                s.contaminated.add(cid)
+        if hand_dedup:
+            _hand_dedup(w, s)
 
     for label, cid in s.ids.items():
         if s.status[label] not in ("pass", "infra_error"):
@@ -334,6 +312,35 @@ def build(root: Path) -> Scenario:
             if s.status[label] != "compile_error":
                 s.compiled_failures.add(cid)
     return s
+
+
+def _hand_dedup(w: BatchWriter, s: Scenario) -> None:
+    # Dedup: an old pass, then the current one (latest_dedup reads the newest row).
+    old = {"adder_rewrite": False, "alu_demoted": True}
+    for label, keeper in old.items():
+        w.add("dedup", [_dedup_row(s, label, keeper=keeper, contaminated=False, at=T0)])
+    current_keepers = {
+        "adder_ref",
+        "adder_rewrite",
+        "adder_infra",
+        "adder_contam",
+        "alu_ref",
+        "fifo_ref",
+        "cmp_ref",
+    }
+    contaminated = {"adder_contam", "adder_wa_contam"}
+    for label, cid in s.ids.items():
+        if label == "adder_nodedup":
+            continue
+        keeper = label in current_keepers
+        w.add(
+            "dedup",
+            [_dedup_row(s, label, keeper=keeper, contaminated=label in contaminated, at=T2)],
+        )
+        if keeper and label not in contaminated:
+            s.keepers.add(cid)
+        if label in contaminated:
+            s.contaminated.add(cid)
 
 
 def _infra_reverify(w: BatchWriter, candidate_id: str, task: Task) -> str:
