@@ -31,3 +31,5 @@ lint: install
 bench: install
 	$(BIN)/python bench/bench_rtl.py
 	$(BIN)/python bench/bench_lake.py
+	$(BIN)/python bench/bench_pipeline.py
+	$(BIN)/python bench/bench_dedup.py

@@ -361,6 +361,8 @@ def _repair(ctx: StageContext, gen: Generator) -> None:
     s = ctx.settings
     rep = reporter()
     for domain in s.domains:
+        # Chains a killed run left verified but not yet recorded are closed first.
+        ctx.count("trajectories_written", close_chains(ctx, domain))
         for round_no in range(1, s.repair_rounds + 1):
             requests = _repair_requests(ctx, domain)
             if not requests:
