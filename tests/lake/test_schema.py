@@ -23,7 +23,7 @@ def test_every_table_has_its_id_and_partitioning() -> None:
     for name, spec in TABLES.items():
         assert spec.id_column in spec.columns
         assert spec.order_by in spec.columns
-        assert spec.partition_by == (() if name == "runs" else ("domain",))
+        assert spec.partition_by == (() if name in ("runs", "exports") else ("domain",))
         assert not spec.schema.field(spec.id_column).nullable
 
 
