@@ -8,11 +8,11 @@ uses). Imports happen on first use, with an install hint when they fail.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 from generators.base import Generator
+from verifiers.registry import load_dotted
 
 GENERATORS: dict[str, str] = {
     "perturb": "generators.perturb:PerturbChannel",
@@ -29,8 +29,7 @@ def make_generator(name: str, llm: Mapping[str, Any] | None = None) -> Generator
         raise ValueError(
             f"unknown generator {name!r}; choose one of: {', '.join(GENERATORS)}"
         ) from None
-    module_name, _, cls_name = dotted.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
+    cls = load_dotted(dotted)
     if name == "perturb":
         return cls()
     from generators.settings import LLMSettings

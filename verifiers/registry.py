@@ -43,9 +43,8 @@ def get_verifier(domain: str) -> Verifier:
             f"no verifier for domain {domain!r}; known: {', '.join(known_domains())}"
         )
     dotted, install = _REGISTRY[domain]
-    module_name, _, cls_name = dotted.partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), cls_name)
+        cls = load_dotted(dotted)
     except ImportError as e:
         raise VerifierUnavailable(
             f"the {domain} verifier cannot be imported ({type(e).__name__}: {e}); "
@@ -71,3 +70,9 @@ def verify(task: Task, code: Any, limits: Limits | None = None) -> Verdict:
             str(e),
         )
     return verifier.verify(task, code, limits)
+
+
+def load_dotted(dotted: str) -> Any:
+    """The object a registry entry names: `package.module:Name`, imported on first use."""
+    module_name, _, name = dotted.partition(":")
+    return getattr(importlib.import_module(module_name), name)

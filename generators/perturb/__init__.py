@@ -7,11 +7,11 @@ importing this package costs nothing for domains a stage does not touch.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
 from generators.base import Generator, RepairRequest
 from verifiers.contract import Candidate, Task
+from verifiers.registry import load_dotted
 
 _REGISTRY: dict[str, str] = {
     "rtl": "generators.perturb.rtl:RtlPerturbGenerator",
@@ -36,8 +36,7 @@ def generator_for(domain: str) -> Generator:
         raise ValueError(
             f"no perturb generator for domain {domain!r}; known: {', '.join(known_domains())}"
         ) from None
-    module_name, _, cls_name = dotted.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
+    cls = load_dotted(dotted)
     return cls()
 
 
