@@ -186,3 +186,53 @@ def test_corrupt_lake_stops_before_any_work(tmp_path, harness):
     log.write_text("{ this is not json")
     with pytest.raises(LakeError):
         pipeline_flow(settings_for(lake, catalog_subset(tmp_path)))
+
+
+def test_the_pipeline_with_a_model_behind_an_openai_endpoint(tmp_path, harness):
+    """generate -> verify -> repair with the `openai` generator against a stand-in server
+    (no model server can run here): answers become candidates with their prompt and token
+    counts, prose becomes a format_error, and the model's repair closes a trajectory."""
+    import re
+
+    from tests.generators.standin_openai import StandinOpenAI, fenced
+    from verifiers.catalog import load_task
+
+    refs = {n: load_task(CATALOG / "rtl" / n).reference for n in NAMES[:2]}
+
+    def answer(body: dict, index: int) -> str:
+        msgs = body["messages"]
+        top = re.search(r"Top module `(\w+)`", msgs[1]["content"]).group(1)
+        if len(msgs) > 2:  # a repair request: the model fixes it
+            return fenced(refs[top])
+        return [fenced(refs[top]), "Use a counter.", fenced(refs[top].replace(";", "", 1))][
+            index % 3
+        ]
+
+    root = catalog_subset(tmp_path, NAMES[:2])
+    lake = tmp_path / "lake"
+    with StandinOpenAI(answer) as server:
+        llm = {"model": "standin-coder", "base_url": server.base_url, "n": 3, "retries": 1}
+        settings = settings_for(
+            lake, root, generator="openai", llm=llm, stages=("generate", "verify", "repair")
+        )
+        counts = pipeline_flow(settings)["counts"]
+        asked = len(server.requests)
+        again = pipeline_flow(settings)["counts"]
+        assert len(server.requests) == asked  # every task has its samples: nothing asked
+
+    assert counts["generated"] == 6 and again["generated"] == 0
+    rows = q(lake, """SELECT c.origin, c.generator, v.status, c.prompt FROM candidates c
+                      JOIN latest_verdicts v USING (candidate_id)""")  # fmt: skip
+    by_status = sorted((o, s) for o, _, s, _ in rows)
+    assert by_status.count(("llm", "pass")) == 2
+    assert by_status.count(("llm", "format_error")) == 2
+    assert by_status.count(("llm", "compile_error")) == 2
+    assert {g for _, g, _, _ in rows} == {"openai:standin-coder"}
+    import json
+
+    prompt = json.loads(rows[0][3])
+    assert prompt["messages"][1]["role"] == "user" and "usage" in prompt
+    # the two llm failures (per task) were repaired by the model, and the fixes pass
+    assert by_status.count(("repair", "pass")) == 0  # the fix is the reference: same id
+    traj = q(lake, "SELECT outcome, rounds FROM trajectories ORDER BY 1, 2")
+    assert traj == [("pass", 2)] * 4
