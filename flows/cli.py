@@ -470,7 +470,8 @@ def _mix(text: str) -> dict:
         ) from None
     if not isinstance(mix, dict) or not set(mix) <= {"domain", "level", "origin"}:
         raise typer.BadParameter(
-            'expected {"domain": {...}, "level": {...}, "origin": {...}} weights', "--mix"
+            'expected {"domain": {...}, "level": {...}, "origin": {...}} weights',
+            param_hint="--mix",
         )
     return mix
 

@@ -16,7 +16,8 @@ runner = CliRunner()
 def test_help_explains_commands():
     res = runner.invoke(app, ["--help"])
     assert res.exit_code == 0
-    for cmd in ("run", "verify", "tasks", "import-verilogeval", "sql"):
+    for cmd in ("run", "verify", "tasks", "import-verilogeval", "sql", "dedup", "export",
+                "serve", "server"):  # fmt: skip
         assert cmd in res.output
 
 
@@ -86,3 +87,39 @@ def test_sql_on_a_bad_lake_path_is_a_clear_error(tmp_path):
     res = runner.invoke(app, ["sql", "pass_rates", "--lake", str(f)])
     assert res.exit_code == 2
     assert "lake error" in res.output
+
+
+def test_bad_pipeline_options_are_refused_before_any_work(tmp_path):
+    lake = tmp_path / "lake"
+    cases = [
+        (["run", "--stages", "generate,bogus"], "unknown stage(s) bogus"),
+        (["run", "--generator", "openai"], "needs --model"),
+        (["run", "--generator", "gpt"], "choose one of perturb, openai, vllm"),
+        (["run", "--mix", "{not json"], "not JSON"),
+        (["run", "--mix", '{"colour": {"red": 1}}'], "weights"),
+        (["serve", "--cron", "every hour"], "not a cron line"),
+        (["export", "--kinds", "sft_direct,poetry"], "pick distinct ones"),
+    ]
+    for args, message in cases:
+        res = runner.invoke(app, [*args, "--lake", str(lake)])
+        assert res.exit_code == 2, (args, res.output)
+        assert message in " ".join(res.output.split()), (args, res.output)
+    assert not lake.exists()  # nothing was started, nothing was written
+
+
+def test_export_before_dedup_says_what_to_run(tmp_path):
+    from lake.store import Lake
+    from lake.writer import BatchWriter
+    from verifiers.catalog import load_task
+    from verifiers.contract import Candidate
+    from verifiers.registry import get_verifier
+
+    task = load_task(CATALOG / "rtl" / "mux4")
+    lake = tmp_path / "lake"
+    with BatchWriter(Lake(lake)) as w:
+        w.add_task(task)
+        w.add_candidate(Candidate(task.task_id, task.reference, "reference", "catalog"), "rtl")
+        w.add_verdict(get_verifier("rtl").verify(task, task.reference))
+    res = runner.invoke(app, ["export", "--lake", str(lake)])
+    assert res.exit_code == 2, res.output
+    assert "run `crucible dedup` first" in " ".join(res.output.split())
