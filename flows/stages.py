@@ -129,6 +129,8 @@ class StageContext:
     run_id: str
     counts: dict[str, Any] = field(default_factory=dict)
     refused: list[TaskSpecError] = field(default_factory=list)
+    # verifier actors per domain, started once per run (released with the context)
+    pools: dict[str, Any] = field(default_factory=dict)
 
     def count(self, key: str, n: int | float) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -140,9 +142,11 @@ def stage_context(settings: PipelineSettings, run_id: str) -> Iterator[StageCont
     delta extension and creates every view, and a view reads the latest version anyway."""
     lake = Lake(settings.lake)  # a bad lake path stops the run here, before any work
     con = db.connect(lake)
+    ctx = StageContext(settings, lake, con, run_id)
     try:
-        yield StageContext(settings, lake, con, run_id)
+        yield ctx
     finally:
+        ctx.pools.clear()  # the last handle gone, Ray stops the actors
         con.close()
 
 
@@ -332,7 +336,9 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
             rep.advance(len(verdicts))
 
         for domain, cands in by_domain.items():
-            for _ in verify_candidates(domain, cands, tasks, s.limits, s.pool, on_batch):
+            for _ in verify_candidates(
+                domain, cands, tasks, s.limits, s.pool, on_batch, pools=ctx.pools
+            ):
                 pass
     ctx.count("verified", total)
     ctx.count("verdicts_written", w.stats["verdicts"].written)

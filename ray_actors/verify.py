@@ -61,7 +61,10 @@ def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[Acto
         **cluster.actor_options(resource), max_restarts=2, max_task_retries=2
     )
     actors = [actor_cls.remote(domain, limits.to_dict()) for _ in range(n)]
-    return ActorPool(actors), n
+    # Each actor appears twice, so a second batch already waits in its queue while the
+    # driver takes in the first one's verdicts (an actor runs one call at a time): the
+    # actors never idle on the driver's lake writes.
+    return ActorPool(actors * 2), n
 
 
 class NoNodeForResource(RuntimeError):
@@ -93,13 +96,24 @@ def verify_candidates(
     limits: Limits,
     settings: PoolSettings,
     on_batch: Callable[[list[Verdict]], None] | None = None,
+    pools: dict[str, tuple[ActorPool, int]] | None = None,
 ) -> Iterator[Verdict]:
-    """Verify on the cluster, yielding verdicts as batches finish (order not kept)."""
+    """Verify on the cluster, yielding verdicts as batches finish (order not kept).
+
+    `pools`, when given, keeps the domain's actors for the next call (a stage run that
+    verifies several times, like repair rounds, starts its actors once); the actors live
+    as long as the caller holds the dict.
+    """
     if not candidates:
         return
     verifier = get_verifier(domain)
     try:
-        pool, n = make_pool(domain, limits, settings)
+        if pools is not None and domain in pools:
+            pool, n = pools[domain]
+        else:
+            pool, n = make_pool(domain, limits, settings)
+            if pools is not None:
+                pools[domain] = (pool, n)
     except NoNodeForResource as e:
         batch = infra_verdicts(candidates, tasks, str(e), verifier.name, verifier.version)
         if on_batch:
