@@ -146,7 +146,8 @@ class Lake:
             return
         if self.readonly:
             raise LakeError(f"{self.root} is not a Crucible lake (no {MARKER})")
-        known = {TABLES_DIR, ARTIFACTS}
+        # MARKER too: a process opening the same new lake may write it at any moment
+        known = {TABLES_DIR, ARTIFACTS, MARKER}
         foreign = sorted(
             p.name for p in self.root.iterdir() if p.name not in known and p.name[0] != "."
         )
@@ -156,6 +157,8 @@ class Lake:
                 f"{self.root} is not empty and not a Crucible lake (no {MARKER}; holds "
                 f"{shown}): pass a new or empty directory"
             )
+        if marker.exists():  # written by another process since the check above
+            return self._check_marker()
         tmp = self.root / f".{MARKER}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps({"format": LAKE_FORMAT}) + "\n")
         os.replace(tmp, marker)
