@@ -24,7 +24,6 @@ from prefect.cache_policies import NO_CACHE
 
 from flows import stages
 from flows.stages import PipelineSettings, StageContext
-from lake import db
 from lake.schema import Run
 from lake.writer import BatchWriter
 from verifiers.contract import utc_now
@@ -102,16 +101,6 @@ def pipeline_flow(settings: PipelineSettings = DEFAULTS) -> dict[str, Any]:
                 ctx.counts[f"seconds_{name}"] = round(time.perf_counter() - t0, 3)
 
     return _run("pipeline", settings, body)
-
-
-FLOWS = {
-    "generate": generate_flow,
-    "verify": verify_flow,
-    "repair": repair_flow,
-    "dedup": dedup_flow,
-    "export": export_flow,
-    "pipeline": pipeline_flow,
-}
 
 
 def _run(
@@ -209,12 +198,3 @@ def _publish(name: str, ctx: StageContext, reports: dict[str, list[dict[str, Any
 
 def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return json.loads(json.dumps(rows, default=str))
-
-
-def lake_report(settings: PipelineSettings) -> dict[str, list[dict[str, Any]]]:
-    """The report tables, read straight from the lake (no flow run)."""
-    con = db.connect(settings.lake)
-    try:
-        return stages.report(con)
-    finally:
-        con.close()

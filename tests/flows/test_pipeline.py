@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,24 @@ def test_the_pipeline_with_a_model_behind_an_openai_endpoint(tmp_path, harness):
     assert by_status.count(("repair", "pass")) == 0  # the fix is the reference: same id
     traj = q(lake, "SELECT outcome, rounds FROM trajectories ORDER BY 1, 2")
     assert traj == [("pass", 2)] * 4
+
+
+def test_each_stage_is_a_flow_of_its_own(tmp_path, harness):
+    """The stand-alone flows (what a deployment per stage would run) chain through the
+    lake alone, and each records its run."""
+    from flows.pipeline import dedup_flow, export_flow, generate_flow, repair_flow, verify_flow
+
+    root = catalog_subset(tmp_path, NAMES[:1])
+    lake = tmp_path / "lake"
+    settings = settings_for(lake, root)
+    assert generate_flow(settings)["counts"]["generated"] > 5
+    assert verify_flow(settings)["counts"]["verified"] > 5
+    assert repair_flow(settings)["counts"]["trajectories_written"] > 0
+    assert dedup_flow(settings)["counts"]["dedup_candidates"] > 5
+    out = export_flow(settings)
+    assert Path(out["counts"]["export_path"], "manifest.json").is_file()
+    runs = q(lake, "SELECT flow, status FROM runs ORDER BY started_at")
+    assert runs == [(f, "completed") for f in ("generate", "verify", "repair", "dedup", "export")]
+    # nothing is pending after the chain: the pipeline finds no work
+    again = pipeline_flow(replace(settings, stages=("generate", "verify", "repair")))["counts"]
+    assert again["generated"] == 0 and again["verified"] == 0
