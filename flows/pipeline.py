@@ -8,8 +8,10 @@ so lake rows and the Prefect UI point at each other) and publishes artifacts: pa
 per domain and level, the error taxonomy, and the export manifest.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: Prefect builds a pydantic model of each
+# flow's parameters from its annotations, and a served deployment runs the flow in a
+# process that loads this file by path, where a string annotation ("PipelineSettings")
+# cannot be resolved ("Pipeline_FlowModel is not fully defined").
 import json
 import logging
 import time
