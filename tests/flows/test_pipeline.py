@@ -258,3 +258,21 @@ def test_each_stage_is_a_flow_of_its_own(tmp_path, harness):
     # nothing is pending after the chain: the pipeline finds no work
     again = pipeline_flow(replace(settings, stages=("generate", "verify", "repair")))["counts"]
     assert again["generated"] == 0 and again["verified"] == 0
+
+
+def test_flow_parameters_are_real_types_for_served_runs():
+    """A served deployment validates its JSON parameters in a process that loads
+    flows/pipeline.py by path, where a string annotation cannot be resolved: the flows'
+    annotations must be the classes themselves (and JSON must round-trip to them)."""
+    import inspect
+
+    from fastapi.encoders import jsonable_encoder
+
+    from flows import pipeline
+
+    for f in (pipeline.generate_flow, pipeline.verify_flow, pipeline.repair_flow,
+              pipeline.dedup_flow, pipeline.export_flow, pipeline.pipeline_flow):  # fmt: skip
+        assert inspect.signature(f.fn).parameters["settings"].annotation is PipelineSettings
+    s = PipelineSettings(lake=Path("/tmp/x"), task_names=("mux4",), repair_rounds=3)
+    back = pipeline.pipeline_flow.validate_parameters(jsonable_encoder({"settings": s}))
+    assert back["settings"] == s
