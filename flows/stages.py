@@ -244,7 +244,7 @@ def _generate(ctx: StageContext, gen: Generator) -> None:
         "generation_todo",
         task_ids=task_ids(ctx),
         origins=list(gen.origins),
-        generator=_generator_label(s, gen),
+        generator=gen.candidates_like,
     )
     todo = [r for r in todo if r["have"] < want]
     tasks = load_tasks(ctx.con, [r["task_id"] for r in todo])
@@ -255,7 +255,7 @@ def _generate(ctx: StageContext, gen: Generator) -> None:
     # The writer never flushes on its own here: commits hold whole tasks.
     with BatchWriter(ctx.lake, run_id=ctx.run_id, batch_size=10**9) as w:
         done = 0
-        for n, group in _by_shortfall(s, want, tasks, have):
+        for n, group in _by_shortfall(s, gen, tasks, have):
             for task, cands in gen.generate_many(group, n=n, seed=s.seed):
                 for c in cands:
                     w.add_candidate(replace(c, run_id=ctx.run_id), task.domain)
@@ -271,29 +271,23 @@ def _generate(ctx: StageContext, gen: Generator) -> None:
 
 
 def _wanted_per_task(s: PipelineSettings, gen: Generator) -> int:
-    if s.generator == "perturb":
-        return 1  # deterministic and committed per task: any candidate means done
+    if gen.deterministic:
+        return 1  # committed per task: any candidate of its channel means done
     return int(s.candidates_per_task or (s.llm or {}).get("n") or 4)
 
 
 def _by_shortfall(
-    s: PipelineSettings, want: int, tasks: dict[str, Task], have: dict[str, int]
+    s: PipelineSettings, gen: Generator, tasks: dict[str, Task], have: dict[str, int]
 ) -> list[tuple[int | None, list[Task]]]:
     """Tasks grouped by how many candidates each still needs (the `n` to ask for)."""
-    if s.generator == "perturb":
+    if gen.deterministic:
         return [(s.candidates_per_task, list(tasks.values()))]
-    # remote generators top up what an earlier (killed) run left short
+    # sampling generators top up what an earlier (killed) run left short
+    want = _wanted_per_task(s, gen)
     groups: dict[int, list[Task]] = {}
     for tid, task in tasks.items():
         groups.setdefault(want - have[tid], []).append(task)
     return sorted(groups.items(), key=lambda kv: kv[0])
-
-
-def _generator_label(s: PipelineSettings, gen: Generator) -> str:
-    """The `generator` column prefix this channel writes (`%` = any, for the offline one)."""
-    if s.generator == "perturb":
-        return "%"
-    return f"{gen.name}:{(s.llm or {}).get('model', '')}"
 
 
 # --- verify -----------------------------------------------------------------------------

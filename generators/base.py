@@ -29,6 +29,14 @@ class Generator:
     # The origins this generator writes: a generate stage counts a task's existing
     # candidates of these origins (and this generator's label) to know what is left to do.
     origins: ClassVar[tuple[str, ...]] = ("llm",)
+    # Deterministic generators (the same task and seed give the same codes) are asked once
+    # per task; sampling ones are topped up to the number of candidates wanted.
+    deterministic: ClassVar[bool] = False
+
+    @property
+    def candidates_like(self) -> str:
+        """A LIKE pattern on `candidates.generator` matching what this generator wrote."""
+        return f"{self.name}:%"
 
     def __init__(self) -> None:
         # Counters instead of log lines: a stage reads them after a run (datatrove style).

@@ -113,6 +113,10 @@ class ChatGenerator(Generator):
         """The `Candidate.generator` value: `<name>:<model>`."""
         return f"{self.name}:{self.settings.model}"
 
+    @property
+    def candidates_like(self) -> str:
+        return self.label  # another model's samples do not count toward this one's
+
     def close(self) -> None:
         """Release connections / engines. The generator is not used afterwards."""
 

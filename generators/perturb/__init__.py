@@ -46,6 +46,9 @@ class PerturbChannel(Generator):
 
     name = "perturb"
     origins = ("reference", "rewrite", "perturb")
+    deterministic = True
+    # its candidates name their operator (`catalog:reference`, `rewrite:...`, ...)
+    candidates_like = "%"
 
     def __init__(self) -> None:
         super().__init__()
