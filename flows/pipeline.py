@@ -17,7 +17,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
@@ -188,9 +187,9 @@ def _publish(name: str, ctx: StageContext, reports: dict[str, list[dict[str, Any
         markdown=f"# {name} run `{ctx.run_id}`\n\n| count | value |\n|---|---|\n{counts}\n",
         description="What this run read, made and wrote.",
     )
-    path = ctx.counts.get("export_path")
-    if path:
-        manifest = json.loads((Path(path) / "manifest.json").read_text())
+    manifest = ctx.export_manifest
+    if manifest is not None:
+        path = ctx.counts["export_path"]
         create_markdown_artifact(
             key="export-manifest",
             markdown=f"# Export `{path}`\n\n```json\n{json.dumps(manifest, indent=2)[:20000]}\n```",

@@ -131,6 +131,7 @@ class StageContext:
     refused: list[TaskSpecError] = field(default_factory=list)
     # verifier actors per domain, started once per run (released with the context)
     pools: dict[str, Any] = field(default_factory=dict)
+    export_manifest: dict[str, Any] | None = None  # what the export stage wrote, if it ran
 
     def count(self, key: str, n: int | float) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -515,14 +516,14 @@ def dedup(ctx: StageContext) -> None:
     rep.done()
 
 
-def export(ctx: StageContext) -> dict[str, Any] | None:
-    """Write an export of the current lake; returns its manifest (None when disabled)."""
+def export(ctx: StageContext) -> None:
+    """Write an export of the current lake; its manifest lands on `ctx.export_manifest`."""
     from lake.export import ExportSettings
     from lake.export import export as write_export
 
     s = ctx.settings
     if s.export is None:
-        return None
+        return
     rep = reporter()
     rep.stage("export")
     out = s.export_dir or (ctx.lake.root / "exports")
@@ -530,11 +531,11 @@ def export(ctx: StageContext) -> dict[str, Any] | None:
     fields.setdefault("out", out)
     result = write_export(ctx.lake, ctx.con, ExportSettings(**fields), run_id=ctx.run_id)
     ctx.counts["export_path"] = str(result.path)
+    ctx.export_manifest = result.manifest
     for kind, n in result.counts.items():
         if isinstance(n, int):
             ctx.count(f"export_{kind}", n)
     rep.done()
-    return result.manifest
 
 
 # --- reports ----------------------------------------------------------------------------

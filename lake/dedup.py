@@ -275,10 +275,6 @@ class _Buffer:
         return cls(data, starts)
 
     @functools.cached_property
-    def bytes_(self) -> np.ndarray:
-        return np.frombuffer(self.data, np.uint8)
-
-    @functools.cached_property
     def classes(self) -> np.ndarray:
         return np.frombuffer(self.data.translate(_CLASS_TABLE), np.uint8)
 
