@@ -32,7 +32,15 @@ class VerifierWorker:
         """`items` are (task_id, code); tasks carries the specs this batch needs."""
         for t in tasks:
             self.tasks.setdefault(t["task_id"], Task.from_dict(t))
-        return [self._one(self.tasks[tid], code).to_dict() for tid, code in items]
+        pairs = [(self.tasks[tid], code) for tid, code in items]
+        try:  # the GPU verifiers compile a batch in parallel
+            verdicts = self.verifier.verify_many(pairs, self.limits)
+        except Exception:  # a verifier bug is infra, and must not sink the batch
+            log.exception(
+                "the %s verifier crashed on a batch; verifying one by one", self.verifier.domain
+            )
+            verdicts = [self._one(task, code) for task, code in pairs]
+        return [v.to_dict() for v in verdicts]
 
     def _one(self, task: Task, code: str) -> Verdict:
         try:

@@ -214,6 +214,12 @@ class Verifier:
             outcome = f
         return self._verdict(task, candidate_id, checks, ctx, outcome, start, limits)
 
+    def verify_many(
+        self, items: list[tuple[Task, Any]], limits: Limits | None = None
+    ) -> list[Verdict]:
+        """Verify several (task, code) pairs; a domain may override to run them in parallel."""
+        return [self.verify(task, code, limits) for task, code in items]
+
     def _workdir(self) -> contextlib.AbstractContextManager[str]:
         if self.keep_workdirs is None:
             return tempfile.TemporaryDirectory(prefix=f"crucible-{self.domain}-")

@@ -82,8 +82,16 @@ def _rtl_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
     return load_rtl_spec(toml_path, spec)
 
 
+def _kernel_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
+    from verifiers.kernels.spec import load_kernel_spec
+
+    return load_kernel_spec(toml_path, spec)
+
+
 DOMAIN_HOOKS: dict[str, Callable[[Path, dict], tuple[dict, dict, str | None]]] = {
     "rtl": _rtl_hook,
+    "cuda": _kernel_hook,
+    "triton": _kernel_hook,
 }
 
 

@@ -16,6 +16,8 @@ from verifiers.contract import Limits, Task, Verdict, content_id
 _REGISTRY: dict[str, tuple[str, str]] = {
     # domain: (dotted path "module:Class", pip extra / install hint)
     "rtl": ("verifiers.rtl.verifier:RtlVerifier", "bash infra/install-toolchains.sh rtl"),
+    "cuda": ("verifiers.kernels.verifier:CudaVerifier", "pip install -e '.[gpu]' and nvcc"),
+    "triton": ("verifiers.kernels.verifier:TritonVerifier", "pip install -e '.[gpu]'"),
 }
 _INSTANCES: dict[str, Verifier] = {}
 
@@ -70,6 +72,18 @@ def verify(task: Task, code: Any, limits: Limits | None = None) -> Verdict:
             str(e),
         )
     return verifier.verify(task, code, limits)
+
+
+def verify_many(items: list[tuple[Task, Any]], limits: Limits | None = None) -> list[Verdict]:
+    """Verify (task, code) pairs of one domain together (the verifier may parallelise)."""
+    if not items:
+        return []
+    domain = items[0][0].domain
+    try:
+        verifier = get_verifier(domain)
+    except VerifierUnavailable:
+        return [verify(t, c, limits) for t, c in items]
+    return verifier.verify_many(items, limits)
 
 
 def load_dotted(dotted: str) -> Any:

@@ -27,8 +27,12 @@ CODES: dict[str, tuple[str, str]] = {
     "unknown_module": (SYNTAX, "an instantiated module is defined nowhere"),
     "compile_error": (SYNTAX, "the compiler failed for another reason"),
     "unsynthesizable": (SYNTAX, "simulates but does not synthesize to hardware"),
+    "type_error": (SYNTAX, "operand or argument types the compiler rejects"),
     # api: wrong use of a library / toolchain API
     "undefined_symbol": (API, "a function, task or symbol the toolchain does not provide"),
+    "undefined_identifier": (API, "a CUDA / Triton / Python name that is defined nowhere"),
+    "wrong_api": (API, "a library call the API does not offer or takes other arguments"),
+    "launch_arg_mismatch": (API, "a kernel launched with arguments unlike its parameters"),
     # functional: runs, but computes the wrong thing
     "sim_mismatch": (FUNCTIONAL, "outputs differ from the reference model in simulation"),
     "equivalence_counterexample": (FUNCTIONAL, "formal check found inputs where it differs"),
@@ -36,6 +40,17 @@ CODES: dict[str, tuple[str, str]] = {
     "sim_runtime_error": (FUNCTIONAL, "the simulator stopped with an error"),
     "testbench_tampering": (FUNCTIONAL, "reaches into the testbench or the simulation control"),
     "forbidden_system_task": (FUNCTIONAL, "calls a system task a design under test may not use"),
+    "numeric_mismatch": (FUNCTIONAL, "outputs differ from the reference beyond the tolerance"),
+    "nan_output": (FUNCTIONAL, "an output holds NaN: an element never written, or invalid math"),
+    "shape_mismatch": (FUNCTIONAL, "an output's shape, dtype or count differs from the reference"),
+    "cuda_error": (FUNCTIONAL, "a CUDA error while running (illegal address, misaligned access)"),
+    "kernel_exception": (FUNCTIONAL, "the candidate raised an exception while running"),
+    "torch_fallback": (FUNCTIONAL, "calls the PyTorch op it should implement"),
+    "torch_compute": (FUNCTIONAL, "computes with torch outside its kernels"),
+    "try_except_fallback": (FUNCTIONAL, "catches exceptions around its kernels"),
+    "reads_reference": (FUNCTIONAL, "reaches the reference or introspects the harness"),
+    "timing_games": (FUNCTIONAL, "touches timing, streams or global state"),
+    "forbidden_import": (FUNCTIONAL, "imports a module a kernel has no use for"),
     # format: no usable code
     "empty_code": (FORMAT, "the candidate is empty"),
     "not_text": (FORMAT, "the candidate is not UTF-8 text"),
@@ -51,11 +66,17 @@ CODES: dict[str, tuple[str, str]] = {
     "memory_limit": (RESOURCE, "exceeded the memory limit"),
     "cpu_limit": (RESOURCE, "exceeded the CPU-time limit"),
     "file_size_limit": (RESOURCE, "wrote a file larger than the limit"),
+    "launch_exceeds_limit": (
+        RESOURCE,
+        "a launch past the device's grid/block/shared/register limits",
+    ),
+    "kernel_timeout": (TIMEOUT, "the candidate's kernels did not finish in the wall-clock limit"),
     # infra: never the candidate's fault
     "tool_missing": (INFRA, "a required tool is not installed"),
     "sandbox_unavailable": (INFRA, "the sandbox could not be set up"),
     "tool_crash": (INFRA, "a tool crashed on input it should handle"),
     "harness_error": (INFRA, "the task's own harness is broken"),
+    "no_gpu": (INFRA, "a gate needs a GPU and this node has none"),
 }
 
 

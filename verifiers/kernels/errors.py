@@ -1,0 +1,129 @@
+"""Compiler and runtime errors of kernel candidates, parsed into taxonomy codes.
+Stdlib only: the parent classifies what the runner process reported."""
+
+from __future__ import annotations
+
+import re
+
+from verifiers.contract import Status
+
+# (pattern over nvcc's output, code); the first match wins
+_NVCC: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), code)
+    for p, code in (
+        (
+            r'identifier "[^"]+" is undefined|is not a (?:class or )?namespace|'
+            r'function "[^"]+" (?:is )?undefined|undefined reference',
+            "undefined_identifier",
+        ),
+        (
+            r"too (?:few|many) arguments in function call|no instance of (?:overloaded )?function"
+            r"|no suitable constructor|cannot be (?:called|invoked) with",
+            "wrong_api",
+        ),
+        (
+            r"cannot be used to initialize|is incompatible with|no suitable conversion|"
+            r"operand types are incompatible|expression must have|no operator .* matches|"
+            r"cannot be assigned to|a value of type|invalid type conversion|must be a modifiable",
+            "type_error",
+        ),
+        (
+            r"uses too much shared data|too much local data|exceeds .*registers",
+            "launch_exceeds_limit",
+        ),
+        (
+            r"expected an? |unrecognized token|missing closing|unexpected|expected a \"|"
+            r"syntax error|unbalanced|#endif without #if",
+            "syntax_error",
+        ),
+    )
+)
+_TRITON: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I | re.S), code)
+    for p, code in (
+        (r"NameError|is not defined", "undefined_identifier"),
+        (
+            r"module 'triton\.language[^']*' has no attribute|has no attribute|"
+            r"unexpected keyword argument|missing \d+ required|takes \d+ positional|"
+            r"got multiple values|ImportError|ModuleNotFoundError",
+            "wrong_api",
+        ),
+        (
+            r"incompatible|cannot broadcast|must have the same|expected .*type|dtype|"
+            r"unsupported tensor|invalid type|TypeError|is not a tensor|shape",
+            "type_error",
+        ),
+        (r"SyntaxError|invalid syntax|IndentationError", "syntax_error"),
+    )
+)
+_LAUNCH = re.compile(
+    r"invalid configuration argument|too many resources requested|"
+    r"OutOfResources|out of resource|CUDA_ERROR_INVALID_VALUE|launch_exceeds_limit|"
+    r"LaunchLimitError",
+    re.I,
+)
+_CUDA_FAULT = re.compile(
+    r"illegal memory access|misaligned address|unspecified launch failure|"
+    r"illegal instruction|CUDA error|cudaError|CUDA_ERROR|an illegal|device-side assert",
+    re.I,
+)
+
+
+def nvcc_code(log: str) -> str:
+    for pat, code in _NVCC:
+        if pat.search(log):
+            return code
+    return "compile_error"
+
+
+def first_errors(log: str, limit: int = 6) -> str:
+    """The lines that say what is wrong (errors first, then the rest), for feedback."""
+    lines = log.splitlines()
+    errs = [i for i, ln in enumerate(lines) if "error" in ln.lower()]
+    keep: list[str] = []
+    for i in errs[:limit]:
+        keep.extend(lines[i : i + 3])  # the error, the source line, the caret
+    return "\n".join(keep or lines[:20])
+
+
+def classify_python(step: str, error: dict) -> tuple[Status, str]:
+    """Status and code for an exception the runner reported at `step`."""
+    types = " ".join(error.get("types", [])) + " " + error.get("type", "")
+    text = f"{types}\n{error.get('message', '')}"
+    if re.search(r"\b(PermissionError|FileNotFoundError|OSError|MemoryError)\b", types) and (
+        step in ("setup", "aot") or "/crucible/kernels" in text or "cache" in text
+    ):
+        # candidates cannot touch files (anti-cheat): the harness's caches or disk failed
+        return Status.INFRA_ERROR, "harness_error"
+    if "LaunchLimitError" in types or _LAUNCH.search(text):
+        return Status.RUNTIME_ERROR, "launch_exceeds_limit"
+    if "KernelArgError" in types:
+        return Status.RUNTIME_ERROR, "launch_arg_mismatch"
+    compiling = "CompilationError" in types or step in ("load", "aot")
+    if compiling:
+        if "SyntaxError" in types or "IndentationError" in types:
+            return Status.COMPILE_ERROR, "syntax_error"
+        for pat, code in _TRITON:
+            if pat.search(text):
+                return Status.COMPILE_ERROR, code
+        return Status.COMPILE_ERROR, "compile_error"
+    if _CUDA_FAULT.search(text):
+        return Status.RUNTIME_ERROR, "cuda_error"
+    if "NameError" in types:
+        return Status.RUNTIME_ERROR, "undefined_identifier"
+    if "AttributeError" in types or "ImportError" in types:
+        return Status.RUNTIME_ERROR, "wrong_api"
+    return Status.RUNTIME_ERROR, "kernel_exception"
+
+
+def feedback_from(error: dict, limit: int = 1500) -> str:
+    """The exception and the candidate's own frames (harness frames left out)."""
+    tb = error.get("traceback", "")
+    frames = []
+    for block in re.split(r'(?=\n  File ")', tb):
+        if "/crucible/" in block or "candidate" in block:
+            frames.append(block.strip("\n"))
+    msg = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
+    body = "\n".join(frames[-3:])
+    text = f"{msg}\n{body}" if body else msg
+    return text[:limit]

@@ -1,0 +1,122 @@
+"""The host+device path without a GPU: the extension's CUDA sources compiled for sm_90
+with nvcc against the torch headers (compile only; nothing is linked or loaded).
+
+The candidate's `load_inline(cuda_sources=...)` strings are read from the AST: string
+literals, or module-level names bound to them. On a GPU the runner calls load_inline
+itself (cached by content in TORCH_EXTENSIONS_DIR).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sysconfig
+import time
+from pathlib import Path
+
+from verifiers.base import Context, GateFail
+from verifiers.contract import Status
+from verifiers.kernels.errors import first_errors, nvcc_code
+from verifiers.kernels.nvcc import find_nvcc
+
+PREAMBLE = "#include <torch/extension.h>\n"
+
+
+def extension_sources(code: str) -> tuple[list[str], list[str]]:
+    """(cuda_sources, cpp_sources) the candidate hands to load_inline."""
+    tree = ast.parse(code)
+    names: dict[str, str] = {}
+    for node in tree.body:
+        literal = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        if literal and isinstance(node.value.value, str):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    names[t.id] = node.value.value
+
+    def strings(value: ast.expr) -> list[str]:
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        out = []
+        for it in items:
+            if isinstance(it, ast.Constant) and isinstance(it.value, str):
+                out.append(it.value)
+            elif isinstance(it, ast.Name) and it.id in names:
+                out.append(names[it.id])
+        return out
+
+    cuda, cpp = [], []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))
+            == "load_inline"
+        ):
+            for kw in node.keywords:
+                if kw.arg == "cuda_sources":
+                    cuda += strings(kw.value)
+                elif kw.arg == "cpp_sources":
+                    cpp += strings(kw.value)
+    return cuda, cpp
+
+
+def torch_includes() -> list[str]:
+    import torch
+
+    root = Path(torch.__file__).parent / "include"
+    return [
+        str(root),
+        str(root / "torch" / "csrc" / "api" / "include"),
+        sysconfig.get_paths()["include"],
+    ]
+
+
+def compile_only(ctx: Context) -> str:
+    cuda, _cpp = extension_sources(ctx.code)
+    if not cuda:
+        raise GateFail(
+            Status.FORMAT_ERROR,
+            "missing_entry_point",
+            "load_inline without literal cuda_sources",
+            feedback="pass cuda_sources= as a string literal (or a module-level name bound to "
+            "one) so the kernel can be compiled before anything runs",
+        )
+    nvcc = find_nvcc()
+    t0 = time.perf_counter()
+    binds = [(p, p) for p in torch_includes()]
+    for i, src in enumerate(cuda):
+        text = src if "torch/extension.h" in src else PREAMBLE + src
+        name = f"ext{i}_{hashlib.sha256(text.encode()).hexdigest()[:8]}.cu"
+        (ctx.workdir / name).write_text(text, encoding="utf-8")
+        argv = [
+            nvcc,
+            "-c",
+            "-arch=sm_90",
+            "-std=c++17",
+            "-O2",
+            "-Xptxas",
+            "-v",
+            "-DTORCH_EXTENSION_NAME=crucible_ext",
+            "-DTORCH_API_INCLUDE_EXTENSION_H",
+            "-D_GLIBCXX_USE_CXX11_ABI=1",
+            "--expt-relaxed-constexpr",
+        ]
+        for inc, _ in binds:
+            argv += ["-I", inc]
+        argv += ["-o", name + ".o", name]
+        res = ctx.sandbox.run(
+            argv, ctx.workdir, timeout_s=max(ctx.limits.timeout_s, 300), cpu_s=600, ro_binds=binds
+        )
+        ctx.tool_seconds += res.seconds
+        if res.timed_out:
+            raise GateFail(
+                Status.TIMEOUT, "tool_timeout", "nvcc did not finish compiling the extension"
+            )
+        if res.returncode != 0:
+            log = res.stderr + res.stdout
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                nvcc_code(log),
+                "nvcc: " + (first_errors(log).splitlines() or ["failed"])[0][:240],
+                feedback=first_errors(log),
+            )
+    seconds = time.perf_counter() - t0
+    return f"extension CUDA compiled for sm_90 against the torch headers in {seconds:.1f}s"

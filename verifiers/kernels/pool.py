@@ -1,0 +1,311 @@
+"""Warm runner processes: each imports torch (and triton / cupy) once, then runs one
+candidate's jobs at a time.
+
+A worker is `python -m verifiers.kernels.runner --serve` inside bubblewrap (no network,
+read-only system, a private writable dir, the GPU device nodes bound when there is a GPU),
+or with rlimits only when the caller opted out explicitly (`Limits(unconfined=True)`, the
+lent H200 has no bubblewrap). Jobs go in on stdin; results come back on a pipe of their
+own, which the candidate's prints cannot reach (they go to a capped log). A job that runs past its
+deadline kills the worker's whole process group; a worker that failed a job is replaced
+before the next candidate, because a CUDA error poisons its context for good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifiers.contract import Limits
+from verifiers.sandbox import (
+    _RO_SYSTEM,
+    _SYMLINKS,
+    SANDBOX_PATH,
+    Sandbox,
+    SandboxUnavailable,
+    sandbox_uid,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOG_CAP = 64 * 1024
+GUEST_WORK = "/kwork"  # the worker's private dir inside the sandbox (/work may be the repo)
+RECYCLE_AFTER = 200  # candidates; a fresh process bounds any slow leak
+
+
+class WorkerDied(RuntimeError):
+    pass
+
+
+class JobTimeout(RuntimeError):
+    pass
+
+
+@dataclass
+class WorkerSpec:
+    device: str  # "cuda" or "cpu"
+    limits: Limits
+    cache_dir: Path
+    env: dict[str, str]
+    aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
+
+
+def _gpu_device_nodes() -> list[str]:
+    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
+
+
+class Worker:
+    def __init__(self, spec: WorkerSpec, index: int):
+        self.spec, self.index = spec, index
+        self.home = Path(tempfile.mkdtemp(prefix=f"crucible-kworker{index}-"))
+        self.proc: subprocess.Popen | None = None
+        self.results = None
+        self.jobs_done = 0
+        self.log_path = self.home / "worker.log"
+        self._sandbox = Sandbox(spec.limits)  # probes bubblewrap unless unconfined
+        self._uid = self._sandbox.uid
+        self.work = self._sandbox.prepare_workdir(self.home / "w")
+        self.start()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def _command(self, fd: int) -> tuple[list[str], dict[str, str]]:
+        lim = self.spec.limits
+        py_paths = sorted({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix)})
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:{SANDBOX_PATH}",
+            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "HOME": str(self.work) if lim.unconfined else GUEST_WORK,
+            # per sandbox uid: a cache entry one uid made is not writable by another
+            "TRITON_CACHE_DIR": str(self.spec.cache_dir / f"triton-{self._uid}"),
+            "TORCH_EXTENSIONS_DIR": str(self.spec.cache_dir / f"torch_extensions-{self._uid}"),
+            "CRUCIBLE_KERNEL_CACHE": str(self.spec.cache_dir),
+            # CPU workers run Triton's interpreter; an `aot` worker compiles for sm_90
+            "TRITON_INTERPRET": "1" if self.spec.device == "cpu" and not self.spec.aot else "0",
+            "OMP_NUM_THREADS": "1",
+            **self.spec.env,
+        }
+        for var in (
+            "CUDA_VISIBLE_DEVICES",
+            "CUDA_HOME",
+            "LD_LIBRARY_PATH",
+            "NVIDIA_VISIBLE_DEVICES",
+        ):
+            if var in os.environ and var not in env:
+                env[var] = os.environ[var]
+        shell = [
+            "/bin/sh",
+            "-c",
+            f'ulimit -c 0; ulimit -f {lim.fsize_mb * 2048}; exec "$@"',
+            "sh",
+        ]
+        argv = [sys.executable, "-m", "verifiers.kernels.runner", "--serve", "--result-fd", str(fd)]
+        if lim.unconfined:
+            return [*shell, *argv], env
+        root = os.geteuid() == 0
+        if root:
+            # bwrap as root sets up the mounts (it can reach a Python under /root, mode
+            # 700), without a user namespace; setpriv then drops to the sandbox uid, so
+            # RLIMIT_NPROC applies and no capability is left
+            cmd = [
+                "bwrap",
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+            ]
+        else:
+            cmd = ["bwrap", "--unshare-all"]
+        cmd += ["--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
+        for src in _RO_SYSTEM:
+            if os.path.exists(src):
+                cmd += ["--ro-bind", src, src]
+        for target, link in _SYMLINKS:
+            if os.path.exists("/" + target):
+                cmd += ["--symlink", target, link]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        made: set[str] = set()
+        for path in [*py_paths, str(REPO_ROOT), str(self.spec.cache_dir)]:
+            if not os.path.isdir(path):
+                continue
+            for parent in reversed(Path(path).parents):
+                p = str(parent)
+                if p != "/" and p not in made and not p.startswith("/usr"):
+                    made.add(p)
+                    cmd += ["--perms", "0755", "--dir", p]
+            kind = "--bind" if path == str(self.spec.cache_dir) else "--ro-bind"
+            cmd += [kind, path, path]
+        if self.spec.device == "cuda":
+            for node in _gpu_device_nodes():
+                cmd += ["--dev-bind", node, node]
+            for ro in ("/opt", "/usr/local/nvidia", "/sys"):
+                if os.path.exists(ro) and ro not in made:
+                    cmd += ["--ro-bind", ro, ro]
+        cmd += ["--bind", str(self.work), GUEST_WORK, "--chdir", GUEST_WORK]
+        for k, v in env.items():
+            cmd += ["--setenv", k, v]
+        if root:
+            uid = str(sandbox_uid())
+            cmd += [
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+            ]
+            shell[2] = f"ulimit -p {lim.nproc}; " + shell[2]
+        return [*cmd, *shell, *argv], env
+
+    def start(self) -> None:
+        self.spec.cache_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.chmod(self.spec.cache_dir, 0o777)  # the sandbox uid writes its caches here
+        r, w = os.pipe()
+        cmd, env = self._command(w)
+        log = open(self.log_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=log,
+            cwd=self.work,
+            env=env if self.spec.limits.unconfined else {"PATH": SANDBOX_PATH},
+            pass_fds=(w,),  # the result pipe keeps its fd number
+            start_new_session=True,
+        )
+        os.close(w)
+        log.close()
+        self.results = os.fdopen(r, "r")
+        self.jobs_done = 0
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=10)
+        with contextlib.suppress(Exception):
+            self.proc.stdin.close()
+        with contextlib.suppress(Exception):
+            self.results.close()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    # --- jobs -----------------------------------------------------------------------
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-n:].decode("utf-8", "replace")
+
+    def fresh_outdir(self) -> Path:
+        out = self.work / "out"
+        if out.exists():
+            shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        if not self.spec.limits.unconfined and os.geteuid() == 0:
+            os.chown(out, sandbox_uid(), sandbox_uid())
+        return out
+
+    def guest_path(self, host: Path) -> str:
+        """A host path under the work dir as the worker sees it."""
+        if self.spec.limits.unconfined:
+            return str(host)
+        return f"{GUEST_WORK}/{host.relative_to(self.work)}"
+
+    def run(self, job: dict, timeout_s: float) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        with contextlib.suppress(OSError):  # keep the candidate's prints capped
+            if self.log_path.stat().st_size > LOG_CAP:
+                os.truncate(self.log_path, 0)
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(f"the runner process exited: {self.log_tail()}") from None
+        deadline = time.monotonic() + timeout_s
+        fd = self.results.fileno()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                raise JobTimeout(f"no result in {timeout_s:.0f}s")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                line = self.results.readline()
+                if not line:
+                    code = self.proc.wait(timeout=10) if self.proc else None
+                    tail = self.log_tail()
+                    self.stop()
+                    raise WorkerDied(f"the runner process exited (status {code}): {tail}")
+                self.jobs_done += 1
+                return json.loads(line)
+            if self.proc.poll() is not None:
+                tail = self.log_tail()
+                code = self.proc.returncode
+                self.stop()
+                raise WorkerDied(f"the runner process exited (status {code}): {tail}")
+
+
+class WorkerPool:
+    """N warm workers; `lease()` hands one out, `release()` takes it back (restarted
+    first when the candidate left it dirty)."""
+
+    def __init__(self, spec: WorkerSpec, size: int):
+        self.spec, self.size = spec, size
+        self._free: queue.Queue[Worker] = queue.Queue()
+        self._all: list[Worker] = []
+        self._lock = threading.Lock()
+        self.gpu_lock = threading.Lock()  # correctness and timing: one candidate at a time
+
+    def lease(self) -> Worker:
+        with self._lock:
+            if self._free.empty() and len(self._all) < self.size:
+                try:
+                    w = Worker(self.spec, len(self._all))
+                except SandboxUnavailable:
+                    raise
+                self._all.append(w)
+                return w
+        return self._free.get()
+
+    def release(self, w: Worker, dirty: bool) -> None:
+        if dirty or w.jobs_done >= RECYCLE_AFTER * 4:
+            try:
+                w.restart()
+            except Exception:
+                with self._lock:
+                    self._all.remove(w)
+                w.close()
+                return
+        self._free.put(w)
+
+    def close(self) -> None:
+        for w in self._all:
+            w.close()
+        self._all.clear()

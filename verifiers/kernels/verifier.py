@@ -1,0 +1,632 @@
+"""The CUDA and Triton verifiers: gates parse, anticheat, compile, launch, correct, timing.
+
+Where the candidate's code runs (`runner.py`, in warm sandboxed worker processes) and what
+decides the verdict (this process) are kept apart: reference outputs are computed here and
+compared here with the output files the runner wrote.
+
+With a GPU: nvcc (device path) and Triton's JIT compile run in parallel across workers;
+correctness and timing hold the GPU lock, one candidate at a time. Without one: Triton
+runs on CPU tensors under its interpreter (small shapes) and is compiled ahead of time for
+sm_90; CUDA is compiled for sm_90 with the ptxas report; the launch check dry-runs forward
+at the timing shapes; the gates that need a GPU end the verdict as `infra_error` / `no_gpu`
+naming them, so it is retried on a GPU node and never passes here.
+"""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from verifiers.base import Context, GateFail, Tool, Verifier
+from verifiers.contract import Limits, Status, Task, Verdict
+from verifiers.kernels import anticheat
+from verifiers.kernels.errors import classify_python, feedback_from, first_errors, nvcc_code
+from verifiers.kernels.limits import DeviceLimits
+from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
+from verifiers.kernels.pool import JobTimeout, WorkerDied, WorkerPool, WorkerSpec
+
+EXTENSION_BUILD_S = 600.0  # load_inline of the torch headers: about a minute on the H200
+PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
+IMPLAUSIBLE_SPEEDUP = 50.0
+GPU_ONLY_GATES = ("correct", "timing")
+
+
+def _device_kind() -> str:
+    forced = os.environ.get("CRUCIBLE_KERNEL_DEVICE")
+    if forced in ("cpu", "cuda"):
+        return forced
+    try:
+        import torch
+    except ImportError:
+        return "none"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def cuda_path(code: str) -> str | None:
+    """`device` (module-level CUDA_SRC literal), `extension` (load_inline), or None."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        named = isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "CUDA_SRC" for t in node.targets
+        )
+        if named and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return "device"
+    return "extension" if "load_inline" in code else None
+
+
+def cuda_src(code: str) -> str:
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "CUDA_SRC" for t in node.targets
+        ):
+            return node.value.value  # type: ignore[attr-defined]
+    raise KeyError("CUDA_SRC")
+
+
+class KernelVerifier(Verifier):
+    version = "1"
+    resource = "GPU"
+    gates = ("parse", "anticheat", "compile", "launch", "correct", "timing")
+    always = ("parse", "anticheat")
+    requires: ClassVar[dict[str, tuple[str, ...]]] = {
+        "compile": ("parse",),
+        "launch": ("compile",),
+        "correct": ("launch",),
+        "timing": ("correct",),
+    }
+
+    def __init__(
+        self,
+        keep_workdirs: Path | None = None,
+        *,
+        device: str | None = None,
+        workers: int | None = None,
+        cache_dir: Path | None = None,
+        compile_baseline: bool | None = None,
+    ) -> None:
+        super().__init__(keep_workdirs)
+        self._device = device
+        self._workers = workers
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self._pools: dict[tuple[bool, bool], WorkerPool] = {}
+        self._pool_lock = threading.Lock()
+        self._refs: dict[tuple, Any] = {}
+        self._baselines: dict[str, dict] = {}
+        self.compile_baseline = (
+            compile_baseline
+            if compile_baseline is not None
+            else os.environ.get("CRUCIBLE_TORCH_COMPILE_BASELINE") == "1"
+        )
+
+    # --- environment ------------------------------------------------------------------
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            self._device = _device_kind()
+        return self._device
+
+    def missing_tools(self) -> list[Tool]:
+        missing = super().missing_tools()
+        if self.device == "none":
+            missing.append(
+                Tool("torch", "python3", ("python3", "--version"), "pip install -e '.[gpu]'")
+            )
+        return missing
+
+    def toolchain(self) -> dict[str, str]:
+        if self._toolchain is None:
+            tc: dict[str, str] = {}
+            try:
+                import torch
+
+                tc["torch"] = torch.__version__
+                if self.device == "cuda":
+                    tc["gpu"] = torch.cuda.get_device_name(0)
+                    tc["cuda"] = str(torch.version.cuda)
+            except ImportError:
+                pass
+            tc.update(self._extra_toolchain())
+            tc["device"] = self.device
+            self._toolchain = tc
+        return self._toolchain
+
+    def _extra_toolchain(self) -> dict[str, str]:
+        return {}
+
+    def pool(self, limits: Limits, aot: bool = False) -> WorkerPool:
+        with self._pool_lock:
+            pool = self._pools.get((limits.unconfined, aot))
+            if pool is None:
+                n = self._workers or int(os.environ.get("CRUCIBLE_KERNEL_WORKERS", 0) or 0)
+                if not n:
+                    cores = os.cpu_count() or 2
+                    n = min(8, cores) if self.device == "cuda" else min(2, cores)
+                spec = WorkerSpec(self.device, limits, self.cache_dir, {}, aot=aot)
+                pool = WorkerPool(spec, n)
+                self._pools[(limits.unconfined, aot)] = pool
+            return pool
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
+
+    def device_limits(self) -> DeviceLimits:
+        if self.device != "cuda":
+            return DeviceLimits()
+        try:
+            import cupy
+
+            a = cupy.cuda.Device(0).attributes
+            return DeviceLimits(
+                name=f"{self.toolchain().get('gpu', 'GPU')} (sm_90)",
+                max_grid=(a["MaxGridDimX"], a["MaxGridDimY"], a["MaxGridDimZ"]),
+                max_block=(a["MaxBlockDimX"], a["MaxBlockDimY"], a["MaxBlockDimZ"]),
+                max_threads_per_block=a["MaxThreadsPerBlock"],
+                shared_per_block=a["MaxSharedMemoryPerBlock"],
+                shared_per_block_optin=a["MaxSharedMemoryPerBlockOptin"],
+                regs_per_block=a["MaxRegistersPerBlock"],
+            )
+        except Exception:
+            return DeviceLimits()
+
+    # --- many at once -------------------------------------------------------------------
+    def verify_many(
+        self, items: Sequence[tuple[Task, str]], limits: Limits | None = None
+    ) -> list[Verdict]:
+        """Verify in parallel: compiles overlap, the GPU gates take turns."""
+        if len(items) <= 1:
+            return [self.verify(t, c, limits) for t, c in items]
+        n = self.pool(limits or Limits()).size
+        with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+            return list(ex.map(lambda tc: self.verify(tc[0], tc[1], limits), items))
+
+    # --- gates ----------------------------------------------------------------------------
+    def _run_gates(self, ctx: Context, checks: list) -> None:
+        try:
+            super()._run_gates(ctx, checks)
+        finally:
+            dirty = ctx.state.get("dirty", False)
+            for slot, aot in (("worker", False), ("aot_worker", True)):
+                worker = ctx.state.pop(slot, None)
+                if worker is not None:
+                    self.pool(ctx.limits, aot).release(worker, dirty=dirty)
+
+    def gate_parse(self, ctx: Context) -> str:
+        try:
+            tree = ast.parse(ctx.code)
+        except SyntaxError as e:
+            line = (e.text or "").rstrip()
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "syntax_error",
+                f"Python syntax error at line {e.lineno}: {e.msg}",
+                feedback=f"line {e.lineno}: {e.msg}\n{line}",
+            ) from None
+        entry = ctx.task.interface.get("entry", "ModelNew")
+        if not any(isinstance(n, ast.ClassDef) and n.name == entry for n in ast.walk(tree)):
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                f"the candidate defines no class `{entry}`",
+                feedback=f"define `class {entry}(torch.nn.Module)` with the same __init__ "
+                "and forward signatures as the reference Model",
+            )
+        return self.parse_domain(ctx)
+
+    def parse_domain(self, ctx: Context) -> str:
+        return ""
+
+    def gate_anticheat(self, ctx: Context) -> str:
+        findings = anticheat.check(ctx.code, ctx.task.harness.get("problem", ""))
+        if findings:
+            first = findings[0]
+            raise GateFail(
+                Status.REJECTED,
+                first.code,
+                f"anti-cheat: {first.what} (line {first.line})",
+                feedback="\n".join(f.message() for f in findings[:5]),
+                metrics={"anticheat": [f.code for f in findings]},
+            )
+        return f"{len(anticheat.RULES)} rules, none tripped"
+
+    def gate_compile(self, ctx: Context) -> str:
+        detail = self.compile_domain(ctx)
+        if ctx.state.get("skip_runner"):
+            return detail
+        # GPU: Triton compiles on the first (small) call; CPU: launches are only dry-run
+        steps = ["load", "launch"] if self.device == "cpu" else ["load", "warm_small", "launch"]
+        res = self._job(ctx, steps, self._build_timeout(ctx))
+        ctx.state["prepare"] = res
+        if not res["ok"] and res["step"] in ("setup", "load", "warm_small"):
+            self._fail_from(ctx, res)
+        if self.device == "cpu" and self.domain == "triton":
+            records = (res.get("launch") or {}).get("launches", [])
+            aot = self._job(ctx, ["aot"], self._build_timeout(ctx), records=records, aot=True)
+            if not aot["ok"]:
+                self._fail_from(ctx, aot)
+            ctx.metrics["triton_aot"] = aot["aot"]
+            detail += f"; {len(aot['aot'])} kernel specialization(s) compiled for sm_90"
+        return detail
+
+    def compile_domain(self, ctx: Context) -> str:
+        return ""
+
+    def gate_launch(self, ctx: Context) -> str:
+        res = ctx.state.get("prepare")
+        if res is None:
+            return "not checked: " + ctx.state.get("launch_note", "no dry run for this path")
+        launch = res.get("launch")
+        if launch and launch.get("violation"):
+            v = launch["violation"]
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "launch_exceeds_limit",
+                v["message"][:300],
+                feedback=f"{v['message']}\nDevice limits: {self.device_limits().to_dict()}",
+                metrics={"launches": launch.get("launches", [])[:8]},
+            )
+        if not res["ok"] and res["step"] == "launch":
+            self._fail_from(ctx, res)
+        ctx.metrics["launches"] = [
+            {k: x[k] for k in ("kernel", "grid", "block") if k in x}
+            for x in (launch or {}).get("launches", [])[:8]
+        ]
+        if self.device == "cuda":
+            warm = self._job(ctx, ["warm_full"], self._build_timeout(ctx))
+            if not warm["ok"]:
+                self._fail_from(ctx, warm)
+        if launch and not launch.get("checked"):
+            return f"dry run inconclusive ({launch.get('why', '')}); checked at run time"
+        n = len((launch or {}).get("launches", []))
+        return f"{n} launch(es) at the timing shapes within the device limits"
+
+    def gate_correct(self, ctx: Context) -> str:
+        self._need_gpu(ctx, "correct")
+        h = ctx.task.harness
+        small_only = self.device == "cpu"
+        trials = [
+            {"seed": int.from_bytes(os.urandom(4), "little"), "small": small_only}
+            for _ in range(h.get("trials", 5))
+        ]
+        if not small_only:  # plus one tail trial at awkward small sizes
+            trials.append({"seed": int.from_bytes(os.urandom(4), "little"), "small": True})
+        ctx.metrics["trial_seeds"] = [t["seed"] for t in trials]
+        if self.device == "cpu":  # the interpreter is slow: a longer deadline
+            res = self._job(ctx, ["outputs"], ctx.limits.timeout_s * 6, trials=trials)
+        else:
+            with self.pool(ctx.limits).gpu_lock:
+                res = self._job(ctx, ["outputs"], ctx.limits.timeout_s * 3, trials=trials)
+        if not res["ok"]:
+            self._fail_from(ctx, res)
+        return self._compare(ctx, trials, res)
+
+    def gate_timing(self, ctx: Context) -> str:
+        self._need_gpu(ctx, "timing")
+        pool = self.pool(ctx.limits)
+        with pool.gpu_lock:
+            res = self._job(ctx, ["time"], ctx.limits.timeout_s * 3)
+            if not res["ok"]:
+                self._fail_from(ctx, res)
+            base = self._baseline(ctx.task)
+        cand = res["timing"]
+        ms = cand["median_ms"]
+        eager = base["eager"]["median_ms"]
+        speedup = eager / ms if ms > 0 else float("inf")
+        ctx.metrics.update(
+            time_ms=round(ms, 5),
+            timing=cand,
+            eager_ms=round(eager, 5),
+            speedup=round(speedup, 4),
+        )
+        compiled = base.get("compile")
+        if compiled:
+            ctx.metrics["compile_ms"] = round(compiled["median_ms"], 5)
+            ctx.metrics["speedup_vs_compile"] = round(compiled["median_ms"] / ms, 4)
+        floor_ms = base.get("bytes", 0) / PEAK_BYTES_PER_S * 1e3
+        implausible = speedup > IMPLAUSIBLE_SPEEDUP or (floor_ms > 0 and ms < 0.9 * floor_ms)
+        if implausible:
+            ctx.metrics["implausible_speedup"] = True
+            ctx.notes.append(
+                f"flag: implausible speedup {speedup:.1f}x ({ms:.4f} ms; moving the inputs and "
+                f"outputs once at peak bandwidth takes {floor_ms:.4f} ms)"
+            )
+        bar = ctx.task.harness.get("speed_bar", 0.8)
+        if speedup < bar:
+            raise GateFail(
+                Status.SLOW,
+                "slow",
+                f"correct but {speedup:.2f}x eager PyTorch; the task's bar is {bar}x",
+                feedback=f"median {ms:.4f} ms vs eager {eager:.4f} ms ({speedup:.2f}x); "
+                f"the task needs at least {bar}x",
+            )
+        return f"{ms:.4f} ms, {speedup:.2f}x eager" + (
+            f", {ctx.metrics['speedup_vs_compile']:.2f}x torch.compile" if compiled else ""
+        )
+
+    # --- helpers --------------------------------------------------------------------------
+    def _need_gpu(self, ctx: Context, gate: str) -> None:
+        if self.device == "cuda":
+            return
+        if self.device == "cpu" and self.domain == "triton" and gate == "correct":
+            return  # Triton's interpreter is a faithful CPU path for correctness
+        cpu_ok = {"correct"} if self.domain == "triton" and self.device == "cpu" else set()
+        wanted = [g for g in GPU_ONLY_GATES if g in self._wanted(ctx.limits) and g not in cpu_ok]
+        raise GateFail(
+            Status.INFRA_ERROR,
+            "no_gpu",
+            f"{gate} needs a GPU and this node has none",
+            feedback=f"not run without a GPU: {', '.join(wanted)}; every gate before "
+            f"{gate} passed on the CPU. Verify on a GPU node, or ask only for the CPU gates "
+            "(Limits.gates) to accept a result without them.",
+            metrics={"gates_not_run": wanted},
+        )
+
+    def _build_timeout(self, ctx: Context) -> float:
+        if self.domain == "cuda" and cuda_path(ctx.code) == "extension":
+            return EXTENSION_BUILD_S
+        return max(ctx.limits.timeout_s * 3, 60.0)
+
+    def _job(
+        self, ctx: Context, steps: list[str], timeout_s: float, *, aot: bool = False, **extra
+    ) -> dict:
+        pool = self.pool(ctx.limits, aot)
+        slot = "aot_worker" if aot else "worker"
+        worker = ctx.state.get(slot)
+        if worker is None:
+            worker = ctx.state[slot] = pool.lease()
+        out = worker.fresh_outdir()
+        ctx.state["out_dir"] = out
+        h = ctx.task.harness
+        job = {
+            "steps": steps,
+            "domain": self.domain,
+            "device": self.device,
+            "problem": h["problem"],
+            "small": h.get("small", {}),
+            "code": ctx.code,
+            "entry": ctx.task.interface.get("entry", "ModelNew"),
+            "init_seed": 42,
+            "device_limits": self.device_limits().to_dict(),
+            "out_dir": worker.guest_path(out),
+            "trials": [],
+            **ctx.state.get("job_extra", {}),
+            **extra,
+        }
+        t0 = time.perf_counter()
+        try:
+            res = worker.run(job, timeout_s)
+        except JobTimeout as e:
+            ctx.state["dirty"] = True
+            raise GateFail(
+                Status.TIMEOUT,
+                "kernel_timeout",
+                f"{'/'.join(steps)}: {e}",
+                feedback=f"the candidate did not finish {'/'.join(steps)} in {timeout_s:.0f}s",
+            ) from None
+        except WorkerDied as e:
+            ctx.state["dirty"] = True
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "kernel_exception",
+                f"the runner process died during {'/'.join(steps)}",
+                feedback=str(e)[-1500:],
+            ) from None
+        finally:
+            ctx.tool_seconds += time.perf_counter() - t0
+        ctx.metrics.setdefault("runner_seconds", {}).update(res.get("seconds", {}))
+        if not res["ok"]:
+            status, _ = classify_python(res["step"], res["error"])
+            if status is not Status.COMPILE_ERROR:
+                ctx.state["dirty"] = True
+        return res
+
+    def _fail_from(self, ctx: Context, res: dict) -> None:
+        err = res["error"]
+        status, code = classify_python(res["step"], err)
+        raise GateFail(
+            status,
+            code,
+            f"{res['step']}: {err['type']}: {err['message'][:240]}",
+            feedback=feedback_from(err),
+        )
+
+    # reference outputs, computed here (never in the candidate's process)
+    def _reference(self, task: Task, small: bool):
+        from verifiers.kernels import runner
+
+        key = (task.task_id, self.device, small)
+        if key not in self._refs:
+            h = task.harness
+            problem = runner.problem_module(
+                h["problem"], h.get("small") if small else None, f"ref_{'s' if small else 'f'}"
+            )
+            model = runner.build_reference(problem, 42, "cpu").to(self.device)
+            self._refs[key] = (problem, model)
+        return self._refs[key]
+
+    def _compare(self, ctx: Context, trials: list[dict], res: dict) -> str:
+        import torch
+
+        from verifiers.kernels import runner
+        from verifiers.kernels.compare import compare
+
+        h = ctx.task.harness
+        out_dir: Path = ctx.state["out_dir"]
+        worst = 0.0
+        for i, trial in enumerate(trials):
+            problem, model = self._reference(ctx.task, trial["small"])
+            inputs = runner.make_inputs(problem, trial["seed"], self.device)
+            with torch.no_grad():
+                want = runner.as_outputs(model(*inputs))
+            path = out_dir / res["outputs"][i]
+            got = torch.load(path, map_location=self.device, weights_only=True)
+            verdict = compare(got, want, h["atol"], h["rtol"])
+            if not verdict.ok:
+                where = "small tail shapes" if trial["small"] else "timing shapes"
+                raise GateFail(
+                    Status.WRONG_ANSWER,
+                    verdict.code,
+                    f"trial {i + 1}/{len(trials)} ({where}): {verdict.summary}",
+                    feedback=f"trial {i + 1} of {len(trials)} at the {where}, seed "
+                    f"{trial['seed']}: {verdict.detail}",
+                    metrics={"failed_trial": i, "max_abs_err": verdict.max_abs_err},
+                )
+            worst = max(worst, verdict.max_abs_err)
+        ctx.metrics["max_abs_err"] = worst
+        where = "CPU interpreter, small shapes" if self.device == "cpu" else "GPU"
+        return f"{len(trials)} trials pass ({where}); max abs error {worst:.3g}"
+
+    def _baseline(self, task: Task) -> dict:
+        """Eager (and torch.compile) timings of the reference, measured here once per task."""
+        if task.task_id in self._baselines:
+            return self._baselines[task.task_id]
+        import torch
+
+        from verifiers.kernels import runner
+
+        problem, model = self._reference(task, False)
+        inputs = runner.make_inputs(problem, 2024, "cuda")
+        with torch.no_grad():
+            outs = runner.as_outputs(model(*inputs))
+        nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
+        base: dict[str, Any] = {"eager": runner.time_cuda(model, inputs), "bytes": nbytes}
+        if self.compile_baseline:
+            try:
+                compiled = torch.compile(model)
+                base["compile"] = runner.time_cuda(compiled, inputs)
+            except Exception as e:
+                base["compile_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        self._baselines[task.task_id] = base
+        return base
+
+
+class TritonVerifier(KernelVerifier):
+    domain = "triton"
+    name = "triton-verifier"
+
+    def _extra_toolchain(self) -> dict[str, str]:
+        try:
+            import triton
+
+            return {"triton": triton.__version__}
+        except ImportError:
+            return {}
+
+    def parse_domain(self, ctx: Context) -> str:
+        if "triton" not in ctx.code or "jit" not in ctx.code:
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                "no @triton.jit kernel in the candidate",
+                feedback="write the kernels as @triton.jit functions launched from forward",
+            )
+        return "Python parses; ModelNew and a @triton.jit kernel present"
+
+    def compile_domain(self, ctx: Context) -> str:
+        return "Triton JIT" if self.device == "cuda" else "Triton interpreter + AOT for sm_90"
+
+
+class CudaVerifier(KernelVerifier):
+    domain = "cuda"
+    name = "cuda-verifier"
+    tools = (
+        Tool(
+            "nvcc",
+            "nvcc",
+            ("nvcc", "--version"),
+            "install the CUDA toolkit (nvcc 12.x/13.x) and put it on PATH or set CUDA_HOME",
+        ),
+    )
+
+    def missing_tools(self) -> list[Tool]:
+        missing = [t for t in Verifier.missing_tools(self) if t.name != "nvcc"]
+        if find_nvcc() is None:
+            missing.append(self.tools[0])
+        if self.device == "none":
+            missing.append(
+                Tool("torch", "python3", ("python3", "--version"), "pip install -e '.[gpu]'")
+            )
+        return missing
+
+    def _extra_toolchain(self) -> dict[str, str]:
+        from verifiers.kernels.nvcc import nvcc_version
+
+        nvcc = find_nvcc()
+        return {"nvcc": nvcc_version(nvcc)} if nvcc else {}
+
+    def parse_domain(self, ctx: Context) -> str:
+        path = cuda_path(ctx.code)
+        if path is None:
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                "no CUDA source: neither a module-level CUDA_SRC string nor load_inline",
+                feedback='put the kernels in a module-level string CUDA_SRC = r"""..."""'
+                ' (extern "C" __global__) and launch them with cuda_kernel(name), or build '
+                "them with torch.utils.cpp_extension.load_inline",
+            )
+        ctx.state["path"] = path
+        ctx.metrics["path"] = path
+        return f"Python parses; {path} path"
+
+    def compile_domain(self, ctx: Context) -> str:
+        if ctx.state["path"] == "device":
+            src = cuda_src(ctx.code)
+            res = compile_cubin(src, ctx.sandbox, cache_dir=self.cache_dir)
+            ctx.tool_seconds += res.seconds
+            ctx.metrics["nvcc_seconds"] = round(res.seconds, 4)
+            ctx.metrics["nvcc_cached"] = res.cached
+            if res.timed_out:
+                raise GateFail(Status.TIMEOUT, "tool_timeout", res.log)
+            if not res.ok:
+                raise GateFail(
+                    Status.COMPILE_ERROR,
+                    nvcc_code(res.log),
+                    "nvcc: " + (first_errors(res.log).splitlines() or ["failed"])[0][:240],
+                    feedback=first_errors(res.log),
+                )
+            ctx.metrics["ptxas"] = {
+                k: {"registers": r.registers, "smem": r.static_shared, "spills": r.spill_stores}
+                for k, r in res.resources.items()
+            }
+            ctx.state["job_extra"] = {
+                "cuda_src": src,
+                "cubin": str(res.cubin) if self.device == "cuda" else None,
+                "kernel_resources": {
+                    k: {
+                        "registers": r.registers,
+                        "static_shared": r.static_shared,
+                        "stack": r.stack,
+                        "spill_stores": r.spill_stores,
+                        "spill_loads": r.spill_loads,
+                    }
+                    for k, r in res.resources.items()
+                },
+            }
+            kernels = ", ".join(
+                f"{k} {r.registers} regs {r.static_shared} B smem" for k, r in res.resources.items()
+            )
+            cached = " (cached)" if res.cached else ""
+            return f"nvcc sm_90 cubin in {res.seconds:.2f}s{cached}: {kernels}"
+        # extension: the torch headers are needed; on a GPU load_inline builds it in the runner
+        if self.device == "cuda":
+            return "load_inline (built in the runner)"
+        from verifiers.kernels.extension import compile_only
+
+        detail = compile_only(ctx)
+        ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
+        ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
+        return detail
+
+
+__all__ = ["CudaVerifier", "KernelVerifier", "TritonVerifier"]

@@ -1,0 +1,12 @@
+"""`python -m verifiers.triton < in.jsonl > out.jsonl`: the triton verifier as a plain process.
+
+Needs only python, torch, numpy and triton (no Prefect, Ray, deltalake or DuckDB): it
+runs on a GPU node as is. `--help` lists the options (workers, --unconfined, ...).
+"""
+
+import sys
+
+from verifiers.worker import main
+
+if __name__ == "__main__":
+    sys.exit(main("triton"))
