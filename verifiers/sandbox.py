@@ -21,6 +21,8 @@ import selectors
 import shutil
 import signal
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -196,12 +198,14 @@ class Sandbox:
 
 
 _probed: dict[bool, str | None] = {}
+_probe_lock = threading.Lock()  # verifiers probe from several threads at once
 
 
 def _probe(drop_uid: bool) -> None:
     """Start one empty sandbox; raise SandboxUnavailable with the fix if that fails."""
-    if drop_uid not in _probed:
-        _probed[drop_uid] = _probe_once(drop_uid)
+    with _probe_lock:
+        if drop_uid not in _probed:
+            _probed[drop_uid] = _probe_once(drop_uid)
     if _probed[drop_uid]:
         raise SandboxUnavailable(_probed[drop_uid])
 
@@ -214,9 +218,8 @@ def _probe_once(drop_uid: bool) -> str | None:
                 "(or opt out of the sandbox explicitly with --unconfined, unsafe)"
             )
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
-    probe_dir = tmp / f"crucible-sandbox-probe-{os.getpid()}"
+    probe_dir = Path(tempfile.mkdtemp(prefix=f"crucible-sandbox-probe-{os.getpid()}-", dir=tmp))
     try:
-        probe_dir.mkdir(exist_ok=True)
         if drop_uid:
             os.chown(probe_dir, sandbox_uid(), sandbox_uid())
         cmd = [*Sandbox._bwrap(probe_dir, (), None), "/bin/sh", "-c", "echo ok > probe"]

@@ -272,6 +272,48 @@ class Worker:
                 raise WorkerDied(f"the runner process exited (status {code}): {tail}")
 
 
+class GpuLock:
+    """Shared use (compiling warm-ups, correctness runs) or exclusive use (timing).
+
+    Timing must have the GPU to itself; other work may share it. Writers go first: once a
+    timing waits, new shared users wait behind it.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
+
+    @contextlib.contextmanager
+    def shared(self):
+        with self._cond:
+            while self._writer or self._waiting_writers:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
 class WorkerPool:
     """N warm workers; `lease()` hands one out, `release()` takes it back (restarted
     first when the candidate left it dirty)."""
@@ -281,7 +323,7 @@ class WorkerPool:
         self._free: queue.Queue[Worker] = queue.Queue()
         self._all: list[Worker] = []
         self._lock = threading.Lock()
-        self.gpu_lock = threading.Lock()  # correctness and timing: one candidate at a time
+        self.gpu = GpuLock()  # timing alone on the GPU; everything else may share it
 
     def lease(self) -> Worker:
         with self._lock:

@@ -245,7 +245,8 @@ class KernelVerifier(Verifier):
             return detail
         # GPU: Triton compiles on the first (small) call; CPU: launches are only dry-run
         steps = ["load", "launch"] if self.device == "cpu" else ["load", "warm_small", "launch"]
-        res = self._job(ctx, steps, self._build_timeout(ctx))
+        with self.pool(ctx.limits).gpu.shared():
+            res = self._job(ctx, steps, self._build_timeout(ctx))
         ctx.state["prepare"] = res
         if not res["ok"] and res["step"] in ("setup", "load", "warm_small"):
             self._fail_from(ctx, res)
@@ -282,7 +283,8 @@ class KernelVerifier(Verifier):
             for x in (launch or {}).get("launches", [])[:8]
         ]
         if self.device == "cuda":
-            warm = self._job(ctx, ["warm_full"], self._build_timeout(ctx))
+            with self.pool(ctx.limits).gpu.shared():
+                warm = self._job(ctx, ["warm_full"], self._build_timeout(ctx))
             if not warm["ok"]:
                 self._fail_from(ctx, warm)
         if launch and not launch.get("checked"):
@@ -301,19 +303,18 @@ class KernelVerifier(Verifier):
         if not small_only:  # plus one tail trial at awkward small sizes
             trials.append({"seed": int.from_bytes(os.urandom(4), "little"), "small": True})
         ctx.metrics["trial_seeds"] = [t["seed"] for t in trials]
-        if self.device == "cpu":  # the interpreter is slow: a longer deadline
-            res = self._job(ctx, ["outputs"], ctx.limits.timeout_s * 6, trials=trials)
-        else:
-            with self.pool(ctx.limits).gpu_lock:
-                res = self._job(ctx, ["outputs"], ctx.limits.timeout_s * 3, trials=trials)
-        if not res["ok"]:
-            self._fail_from(ctx, res)
-        return self._compare(ctx, trials, res)
+        # the interpreter is slow: a longer deadline on the CPU
+        timeout = ctx.limits.timeout_s * (6 if self.device == "cpu" else 3)
+        with self.pool(ctx.limits).gpu.shared():
+            res = self._job(ctx, ["outputs"], timeout, trials=trials)
+            if not res["ok"]:
+                self._fail_from(ctx, res)
+            return self._compare(ctx, trials, res)
 
     def gate_timing(self, ctx: Context) -> str:
         self._need_gpu(ctx, "timing")
         pool = self.pool(ctx.limits)
-        with pool.gpu_lock:
+        with pool.gpu.exclusive():
             res = self._job(ctx, ["time"], ctx.limits.timeout_s * 3)
             if not res["ok"]:
                 self._fail_from(ctx, res)
