@@ -18,8 +18,11 @@ from verifiers.base import Context, GateFail
 from verifiers.contract import Status
 from verifiers.kernels.errors import first_errors, nvcc_code
 from verifiers.kernels.nvcc import find_nvcc
+from verifiers.kernels.pool import GUEST_WORK, confine
+from verifiers.sandbox import SANDBOX_PATH, _run_capped
 
 PREAMBLE = "#include <torch/extension.h>\n"
+EXTENSION_COMPILE_S = 600.0
 
 
 def extension_sources(code: str) -> tuple[list[str], list[str]]:
@@ -81,29 +84,29 @@ def compile_only(ctx: Context) -> str:
         )
     nvcc = find_nvcc()
     t0 = time.perf_counter()
-    binds = [(p, p) for p in torch_includes()]
+    includes = torch_includes()
+    work = ctx.workdir
     for i, src in enumerate(cuda):
         text = src if "torch/extension.h" in src else PREAMBLE + src
         name = f"ext{i}_{hashlib.sha256(text.encode()).hexdigest()[:8]}.cu"
-        (ctx.workdir / name).write_text(text, encoding="utf-8")
-        argv = [
-            nvcc,
-            "-c",
-            "-arch=sm_90",
-            "-std=c++17",
-            "-O2",
-            "-Xptxas",
-            "-v",
-            "-DTORCH_EXTENSION_NAME=crucible_ext",
-            "-DTORCH_API_INCLUDE_EXTENSION_H",
-            "-D_GLIBCXX_USE_CXX11_ABI=1",
-            "--expt-relaxed-constexpr",
-        ]
-        for inc, _ in binds:
+        (work / name).write_text(text, encoding="utf-8")
+        argv = [nvcc, "-c", "-arch=sm_90", "-std=c++17", "-O2", "-Xptxas", "-v"]
+        argv += ["-DTORCH_EXTENSION_NAME=crucible_ext", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+        argv += ["--expt-relaxed-constexpr"]
+        for inc in includes:
             argv += ["-I", inc]
         argv += ["-o", name + ".o", name]
-        res = ctx.sandbox.run(
-            argv, ctx.workdir, timeout_s=max(ctx.limits.timeout_s, 300), cpu_s=600, ro_binds=binds
+        env = {"PATH": f"{Path(nvcc).parent}:{SANDBOX_PATH}", "HOME": GUEST_WORK}
+        # the torch and Python headers may live where only root can reach (a pyenv under
+        # /root): the kernel confinement binds them by path
+        cmd = confine(work, ctx.limits, env, ro=includes)
+        res = _run_capped(
+            [*cmd, *argv],
+            cwd=work,
+            env=env if ctx.limits.unconfined else {"PATH": SANDBOX_PATH},
+            timeout_s=max(ctx.limits.timeout_s, EXTENSION_COMPILE_S),
+            cap=ctx.limits.output_bytes,
+            uid=None,
         )
         ctx.tool_seconds += res.seconds
         if res.timed_out:

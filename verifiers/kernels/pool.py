@@ -34,7 +34,6 @@ from verifiers.sandbox import (
     _SYMLINKS,
     SANDBOX_PATH,
     Sandbox,
-    SandboxUnavailable,
     sandbox_uid,
 )
 
@@ -65,10 +64,73 @@ def _gpu_device_nodes() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
 
 
+def confine(
+    work: Path,
+    lim: Limits,
+    env: dict[str, str],
+    *,
+    ro: list[str] = (),
+    rw: list[str] = (),
+    gpu: bool = False,
+) -> list[str]:
+    """The argv prefix that runs a command confined, with `work` as its private dir
+    (at GUEST_WORK) and `ro` / `rw` host dirs at their own paths.
+
+    As root, bwrap sets up the mounts itself (so it can reach a Python under /root, mode
+    700) without a user namespace, and setpriv then drops to the sandbox uid with no
+    capability left, so RLIMIT_NPROC applies. As another user, bwrap is unprivileged.
+    `Limits(unconfined=True)` gives rlimits only: the caller's explicit opt-out.
+    """
+    shell = ["/bin/sh", "-c", f'ulimit -c 0; ulimit -f {lim.fsize_mb * 2048}; exec "$@"', "sh"]
+    if lim.unconfined:
+        return shell
+    root = os.geteuid() == 0
+    if root:
+        cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        cmd.append("--unshare-cgroup-try")
+    else:
+        cmd = ["bwrap", "--unshare-all"]
+    cmd += ["--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
+    for src in _RO_SYSTEM:
+        if os.path.exists(src):
+            cmd += ["--ro-bind", src, src]
+    for target, link in _SYMLINKS:
+        if os.path.exists("/" + target):
+            cmd += ["--symlink", target, link]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    made: set[str] = set()
+    for path, kind in [*((p, "--ro-bind") for p in ro), *((p, "--bind") for p in rw)]:
+        if not os.path.isdir(path) or path.startswith("/usr"):
+            continue
+        for parent in reversed(Path(path).parents):
+            p = str(parent)
+            if p != "/" and p not in made:
+                made.add(p)
+                cmd += ["--perms", "0755", "--dir", p]
+        cmd += [kind, path, path]
+    if gpu:
+        for node in _gpu_device_nodes():
+            cmd += ["--dev-bind", node, node]
+        for extra in ("/opt", "/usr/local/nvidia", "/sys"):
+            if os.path.exists(extra) and extra not in made:
+                cmd += ["--ro-bind", extra, extra]
+    cmd += ["--bind", str(work), GUEST_WORK, "--chdir", GUEST_WORK]
+    for k, v in env.items():
+        cmd += ["--setenv", k, v]
+    if root:
+        uid = str(sandbox_uid())
+        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        cmd += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+        shell[2] = f"ulimit -p {lim.nproc}; " + shell[2]
+    return [*cmd, *shell]
+
+
 class Worker:
     def __init__(self, spec: WorkerSpec, index: int):
         self.spec, self.index = spec, index
-        self.home = Path(tempfile.mkdtemp(prefix=f"crucible-kworker{index}-"))
+        # outputs pass through here: memory-backed where there is /dev/shm
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.home = Path(tempfile.mkdtemp(prefix=f"crucible-kworker{index}-", dir=shm))
         self.proc: subprocess.Popen | None = None
         self.results = None
         self.jobs_done = 0
@@ -105,71 +167,17 @@ class Worker:
         ):
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
-        shell = [
-            "/bin/sh",
-            "-c",
-            f'ulimit -c 0; ulimit -f {lim.fsize_mb * 2048}; exec "$@"',
-            "sh",
-        ]
         argv = [sys.executable, "-m", "verifiers.kernels.runner", "--serve", "--result-fd", str(fd)]
-        if lim.unconfined:
-            return [*shell, *argv], env
-        root = os.geteuid() == 0
-        if root:
-            # bwrap as root sets up the mounts (it can reach a Python under /root, mode
-            # 700), without a user namespace; setpriv then drops to the sandbox uid, so
-            # RLIMIT_NPROC applies and no capability is left
-            cmd = [
-                "bwrap",
-                "--unshare-ipc",
-                "--unshare-pid",
-                "--unshare-net",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-            ]
-        else:
-            cmd = ["bwrap", "--unshare-all"]
-        cmd += ["--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
-        for src in _RO_SYSTEM:
-            if os.path.exists(src):
-                cmd += ["--ro-bind", src, src]
-        for target, link in _SYMLINKS:
-            if os.path.exists("/" + target):
-                cmd += ["--symlink", target, link]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        made: set[str] = set()
-        for path in [*py_paths, str(REPO_ROOT), str(self.spec.cache_dir)]:
-            if not os.path.isdir(path):
-                continue
-            for parent in reversed(Path(path).parents):
-                p = str(parent)
-                if p != "/" and p not in made and not p.startswith("/usr"):
-                    made.add(p)
-                    cmd += ["--perms", "0755", "--dir", p]
-            kind = "--bind" if path == str(self.spec.cache_dir) else "--ro-bind"
-            cmd += [kind, path, path]
-        if self.spec.device == "cuda":
-            for node in _gpu_device_nodes():
-                cmd += ["--dev-bind", node, node]
-            for ro in ("/opt", "/usr/local/nvidia", "/sys"):
-                if os.path.exists(ro) and ro not in made:
-                    cmd += ["--ro-bind", ro, ro]
-        cmd += ["--bind", str(self.work), GUEST_WORK, "--chdir", GUEST_WORK]
-        for k, v in env.items():
-            cmd += ["--setenv", k, v]
-        if root:
-            uid = str(sandbox_uid())
-            cmd += [
-                "setpriv",
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--no-new-privs",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-            ]
-            shell[2] = f"ulimit -p {lim.nproc}; " + shell[2]
-        return [*cmd, *shell, *argv], env
+        ro = [*py_paths, str(REPO_ROOT)]
+        cmd = confine(
+            self.work,
+            lim,
+            env,
+            ro=ro,
+            rw=[str(self.spec.cache_dir)],
+            gpu=self.spec.device == "cuda",
+        )
+        return [*cmd, *argv], env
 
     def start(self) -> None:
         self.spec.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -328,26 +336,58 @@ class WorkerPool:
     def lease(self) -> Worker:
         with self._lock:
             if self._free.empty() and len(self._all) < self.size:
-                try:
-                    w = Worker(self.spec, len(self._all))
-                except SandboxUnavailable:
-                    raise
+                w = Worker(self.spec, len(self._all))  # SandboxUnavailable propagates
                 self._all.append(w)
                 return w
         return self._free.get()
 
+    def warm_up(self) -> None:
+        """Start every worker now, in parallel (each imports torch: seconds)."""
+        with self._lock:
+            missing = self.size - len(self._all)
+        threads = [threading.Thread(target=self._add_one, daemon=True) for _ in range(missing)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def _add_one(self) -> None:
+        with self._lock:
+            if len(self._all) >= self.size:
+                return
+            index = len(self._all)
+            self._all.append(None)  # type: ignore[arg-type]  # the slot, reserved
+        try:
+            w = Worker(self.spec, index)
+        except Exception:  # lease() starts one later and reports why
+            with self._lock:
+                self._all.remove(None)  # type: ignore[arg-type]
+            return
+        with self._lock:
+            self._all[self._all.index(None)] = w  # type: ignore[arg-type]
+        self._free.put(w)
+
     def release(self, w: Worker, dirty: bool) -> None:
-        if dirty or w.jobs_done >= RECYCLE_AFTER * 4:
+        """Back to the pool; a dirty worker restarts in the background first (a restart
+        imports torch again: the next candidate takes another worker meanwhile)."""
+        if not (dirty or w.jobs_done >= RECYCLE_AFTER * 4):
+            self._free.put(w)
+            return
+
+        def restart() -> None:
             try:
                 w.restart()
-            except Exception:
+            except Exception:  # a worker that cannot restart is dropped
                 with self._lock:
                     self._all.remove(w)
                 w.close()
                 return
-        self._free.put(w)
+            self._free.put(w)
+
+        threading.Thread(target=restart, daemon=True).start()
 
     def close(self) -> None:
         for w in self._all:
-            w.close()
+            if w is not None:
+                w.close()
         self._all.clear()

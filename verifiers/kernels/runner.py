@@ -140,6 +140,31 @@ def as_outputs(value) -> list:
     return outs
 
 
+# --- outputs to the parent: raw bytes (no pickle), dtype and shape beside them --------------
+def save_raw(t, path: Path) -> dict:
+    t = t.detach().to("cpu").contiguous()
+    t.view(-1).view(torch.uint8).numpy().tofile(path)
+    return {"file": path.name, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+
+
+def load_raw(meta: dict, out_dir: Path, device: str):
+    """Read one output the runner wrote; the byte count must match the dtype and shape."""
+    import numpy as np
+
+    dtype = getattr(torch, meta["dtype"], None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"output dtype {meta['dtype']!r} is not a torch dtype")
+    shape = [int(s) for s in meta["shape"]]
+    name = Path(meta["file"]).name  # never a path the candidate chose
+    raw = np.fromfile(out_dir / name, dtype=np.uint8)
+    n = 1
+    for s in shape:
+        n *= s
+    if raw.size != n * torch.empty((), dtype=dtype).element_size():
+        raise ValueError(f"output file holds {raw.size} bytes, not a {meta['dtype']}{shape}")
+    return torch.from_numpy(raw).view(dtype).reshape(shape).to(device)
+
+
 # --- poisoned allocation ------------------------------------------------------------------
 def _poison(t):
     if isinstance(t, torch.Tensor) and t.device.type != "meta":
@@ -322,7 +347,7 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
 
 
 # --- timing -------------------------------------------------------------------------------
-def time_cuda(fn, args, *, budget_ms: float = 150.0, min_reps: int = 10, max_reps: int = 200):
+def time_cuda(fn, args, *, budget_ms: float = 100.0, min_reps: int = 10, max_reps: int = 100):
     """Median milliseconds of `fn(*args)` with CUDA events, L2 flushed before each run."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 50 * 2**20) or 50 * 2**20)
@@ -410,8 +435,20 @@ class Runner:
         cand = load_module("crucible_candidate", job["code"], "candidate.py", extra)
         init_seed = job["init_seed"]
         ref = build_reference(problem, init_seed, "cpu")
-        self.state["cand"] = cand
+        self.state.update(cand=cand, entry=job["entry"], init_seed=init_seed)
         self.state["model"] = build_candidate(problem, cand, job["entry"], ref, init_seed, device)
+
+    def _model(self, small: bool):
+        """The candidate built for the full or the small problem (sizes feed __init__)."""
+        if not small:
+            return self.state["model"]
+        if "model_small" not in self.state:
+            st = self.state
+            ref = build_reference(st["small"], st["init_seed"], "cpu")
+            st["model_small"] = build_candidate(
+                st["small"], st["cand"], st["entry"], ref, st["init_seed"], st["device"]
+            )
+        return self.state["model_small"]
 
     def step_launch(self, job: dict, result: dict) -> None:
         """Dry run at the timing shapes on meta tensors: launches checked, none run."""
@@ -461,8 +498,9 @@ class Runner:
         records = job.get("records") or self.state.get("dry_records") or []
         result["aot"] = aot_compile(job["code"], records, job.get("arch_num", 90))
 
-    def _warm(self, problem) -> None:
-        model, device = self.state["model"], self.state["device"]
+    def _warm(self, small: bool) -> None:
+        model, device = self._model(small), self.state["device"]
+        problem = self.state["small" if small else "problem"]
         with torch.no_grad():
             as_outputs(model(*make_inputs(problem, 12345, device)))
         if device == "cuda":
@@ -470,30 +508,30 @@ class Runner:
 
     def step_warm_small(self, job: dict, result: dict) -> None:
         """One forward at the small shapes: Triton compiles here, outside the GPU lock."""
-        self._warm(self.state["small"])
+        self._warm(True)
 
     def step_warm_full(self, job: dict, result: dict) -> None:
         """One forward at the timing shapes (their own specialization), outside the lock."""
-        self._warm(self.state["problem"])
+        self._warm(False)
 
     def step_outputs(self, job: dict, result: dict) -> None:
-        model, device = self.state["model"], self.state["device"]
+        device = self.state["device"]
         out_dir = Path(job["out_dir"])
         files = []
         for i, trial in enumerate(job["trials"]):
-            problem = self.state["small"] if trial.get("small") else self.state["problem"]
+            small = bool(trial.get("small"))
+            problem = self.state["small" if small else "problem"]
+            model = self._model(small)
             inputs = make_inputs(problem, trial["seed"], device)
             with torch.no_grad(), poisoned_allocations():
                 outs = as_outputs(model(*inputs))
             if device == "cuda":
                 torch.cuda.synchronize()
-            path = out_dir / f"out_{i}.pt"
-            torch.save([o.detach().to("cpu").contiguous() for o in outs], path)
-            files.append(path.name)
+            files.append([save_raw(o, out_dir / f"out_{i}_{k}.bin") for k, o in enumerate(outs)])
         result["outputs"] = files
 
     def step_time(self, job: dict, result: dict) -> None:
-        model = self.state["model"]
+        model = self._model(False)
         inputs = make_inputs(self.state["problem"], job.get("timing_seed", 2024), "cuda")
         result["timing"] = time_cuda(model, inputs)
 
