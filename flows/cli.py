@@ -653,6 +653,51 @@ def import_verilogeval(
         raise typer.Exit(1)
 
 
+@app.command("import-kernelbench")
+def import_kernelbench(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="Directory of KernelBench-style problem files (Model, get_inputs, "
+            "get_init_inputs); level<N>/ subdirectories set the level"
+        ),
+    ],
+    dest: Annotated[
+        Path,
+        typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
+    ] = Path("imported"),
+    domains: Annotated[str, typer.Option(help="cuda, triton or cuda,triton")] = "cuda,triton",
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[str, typer.Option(help="Benchmark name recorded on each task")] = (
+        "kernelbench"
+    ),
+) -> None:
+    """Import KernelBench problem files as cuda and/or triton tasks (verify candidates
+    with `crucible run --tasks DEST --domains cuda,triton`)."""
+    from verifiers.kernels.importer import ImportProblems
+    from verifiers.kernels.importer import import_kernelbench as do_import
+
+    con = render.console()
+    if not src.is_dir():
+        raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
+    if split not in ("train", "holdout"):
+        raise typer.BadParameter("must be train or holdout", param_hint="--split")
+    wanted = tuple(d.strip() for d in domains.split(",") if d.strip())
+    if not wanted or any(d not in ("cuda", "triton") for d in wanted):
+        raise typer.BadParameter("must be cuda, triton or cuda,triton", param_hint="--domains")
+    try:
+        imported, errors = do_import(src, dest, domains=wanted, split=split, source=source), []
+    except ImportProblems as e:
+        imported, errors = e.imported, e.errors
+    for path in imported:
+        con.print(f"imported {path}")
+    for err in errors:
+        con.print(f"[bold red]skipped[/] {err}")
+    con.print(f"{len(imported)} task dirs written under {dest} ({split}), {len(errors)} skipped")
+    if errors:
+        raise typer.Exit(1)
+
+
 @app.command()
 def sql(
     query: Annotated[

@@ -367,8 +367,14 @@ def time_cuda(fn, args, *, budget_ms: float = 100.0, min_reps: int = 10, max_rep
         reps = int(min(max_reps, max(min_reps, budget_ms / per)))
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        # a queued sleep keeps the GPU busy while the host issues the next run, so the
+        # events time the device's work, not the Python launch overhead in front of it
+        sleep = getattr(torch.cuda, "_sleep", None)
+        cycles = int(max(per, 0.05) * 1e-3 * 2.0e9)  # about one run's length at ~2 GHz
         for i in range(reps):
             flush.zero_()
+            if sleep is not None:
+                sleep(cycles)
             starts[i].record()
             fn(*args)
             ends[i].record()
@@ -480,6 +486,14 @@ class Runner:
                     "checked": True,
                     "launches": records[-8:],
                     "violation": describe(e),
+                }
+            except TypeError as e:
+                if type(e).__name__ != "KernelArgError":
+                    raise
+                result["launch"] = {
+                    "checked": True,
+                    "launches": records[-8:],
+                    "arg_error": describe(e),
                 }
             except Exception as e:  # host logic that needs real data (e.g. .item())
                 result["launch"] = {

@@ -20,6 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,6 +36,34 @@ EXTENSION_BUILD_S = 600.0  # load_inline of the torch headers: about a minute on
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 IMPLAUSIBLE_SPEEDUP = 50.0
 GPU_ONLY_GATES = ("correct", "timing")
+
+
+@dataclass(frozen=True)
+class Speed:
+    speedup: float
+    slow: bool
+    implausible: bool
+    note: str
+
+
+def judge_speed(ms: float, eager_ms: float, bar: float, floor_ms: float = 0.0) -> Speed:
+    """`slow` below the task's bar; `implausible` past IMPLAUSIBLE_SPEEDUP or faster than
+    moving the inputs and outputs once at the memory's peak bandwidth allows."""
+    speedup = eager_ms / ms if ms > 0 else float("inf")
+    implausible = speedup > IMPLAUSIBLE_SPEEDUP or (floor_ms > 0 and ms < 0.9 * floor_ms)
+    if speedup < bar:
+        note = (
+            f"correct but slow: median {ms:.4f} ms vs eager {eager_ms:.4f} ms "
+            f"({speedup:.2f}x); the task needs at least {bar}x"
+        )
+    elif implausible:
+        note = (
+            f"flag: implausible speedup {speedup:.1f}x ({ms:.4f} ms; moving the inputs and "
+            f"outputs once at peak bandwidth takes {floor_ms:.4f} ms)"
+        )
+    else:
+        note = ""
+    return Speed(speedup, speedup < bar, implausible, note)
 
 
 def _device_kind() -> str:
@@ -290,6 +319,14 @@ class KernelVerifier(Verifier):
                 feedback=f"{v['message']}\nDevice limits: {self.device_limits().to_dict()}",
                 metrics={"launches": launch.get("launches", [])[:8]},
             )
+        if launch and launch.get("arg_error"):
+            err = launch["arg_error"]
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "launch_arg_mismatch",
+                err["message"][:300],
+                feedback=feedback_from(err),
+            )
         if not res["ok"] and res["step"] == "launch":
             self._fail_from(ctx, res)
         run_error = ctx.state.get("run_error")
@@ -339,7 +376,10 @@ class KernelVerifier(Verifier):
         cand = res["timing"]
         ms = cand["median_ms"]
         eager = base["eager"]["median_ms"]
-        speedup = eager / ms if ms > 0 else float("inf")
+        bar = ctx.task.harness.get("speed_bar", 0.8)
+        floor_ms = base.get("bytes", 0) / PEAK_BYTES_PER_S * 1e3
+        speed = judge_speed(ms, eager, bar, floor_ms)
+        speedup = speed.speedup
         ctx.metrics.update(
             time_ms=round(ms, 5),
             timing=cand,
@@ -350,23 +390,11 @@ class KernelVerifier(Verifier):
         if compiled:
             ctx.metrics["compile_ms"] = round(compiled["median_ms"], 5)
             ctx.metrics["speedup_vs_compile"] = round(compiled["median_ms"] / ms, 4)
-        floor_ms = base.get("bytes", 0) / PEAK_BYTES_PER_S * 1e3
-        implausible = speedup > IMPLAUSIBLE_SPEEDUP or (floor_ms > 0 and ms < 0.9 * floor_ms)
-        if implausible:
+        if speed.implausible:
             ctx.metrics["implausible_speedup"] = True
-            ctx.notes.append(
-                f"flag: implausible speedup {speedup:.1f}x ({ms:.4f} ms; moving the inputs and "
-                f"outputs once at peak bandwidth takes {floor_ms:.4f} ms)"
-            )
-        bar = ctx.task.harness.get("speed_bar", 0.8)
-        if speedup < bar:
-            raise GateFail(
-                Status.SLOW,
-                "slow",
-                f"correct but {speedup:.2f}x eager PyTorch; the task's bar is {bar}x",
-                feedback=f"median {ms:.4f} ms vs eager {eager:.4f} ms ({speedup:.2f}x); "
-                f"the task needs at least {bar}x",
-            )
+            ctx.notes.append(speed.note)
+        if speed.slow:
+            raise GateFail(Status.SLOW, "slow", speed.note, feedback=speed.note)
         return f"{ms:.4f} ms, {speedup:.2f}x eager" + (
             f", {ctx.metrics['speedup_vs_compile']:.2f}x torch.compile" if compiled else ""
         )

@@ -1,0 +1,502 @@
+"""The CUDA and Triton verifiers on the CPU: every gate has a candidate that fails it.
+
+No GPU here (nor in CI): Triton runs under its interpreter at the tasks' small shapes and
+is compiled ahead of time for sm_90; CUDA is compiled for sm_90 with nvcc and its launches
+are dry-run at the timing shapes. The GPU-only gates must end the verdict as infra_error
+(`no_gpu`), never pass. The GPU itself is exercised by bench/bench_kernels.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verifiers.catalog import load_task
+from verifiers.contract import Candidate, Limits, Status
+from verifiers.kernels import anticheat
+from verifiers.kernels.limits import (
+    DeviceLimits,
+    KernelResources,
+    LaunchLimitError,
+    check_launch,
+    parse_ptxas,
+)
+from verifiers.kernels.nvcc import find_nvcc
+from verifiers.kernels.verifier import CudaVerifier, TritonVerifier, judge_speed
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU_GATES = ("parse", "anticheat", "compile", "launch", "correct")
+
+pytestmark = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
+
+TRITON_RELU = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        BLOCK = 1024
+        relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)
+        return y
+"""
+
+CUDA_RELU = '''
+import torch
+
+CUDA_SRC = r"""
+extern "C" __global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                       long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+"""
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = cuda_kernel("relu_kernel")
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        self.k(grid=((n + 255) // 256,), block=(256,), args=(x, y, n))
+        return y
+'''
+
+
+@pytest.fixture(scope="module")
+def triton_v():
+    v = TritonVerifier(device="cpu", workers=2)
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def cuda_v():
+    v = CudaVerifier(device="cpu", workers=2)
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def relu_t():
+    return load_task(ROOT / "tasks/triton/relu")
+
+
+@pytest.fixture(scope="module")
+def relu_c():
+    return load_task(ROOT / "tasks/cuda/relu")
+
+
+def check(v, task, code, gates=CPU_GATES, **limits):
+    verdict = v.verify(task, code, Limits(gates=gates, **limits))
+    return verdict
+
+
+def failed_gate(verdict) -> str:
+    return next(c.name for c in verdict.checks if not c.ok)
+
+
+# --- a good candidate passes the CPU gates, and never passes the GPU ones here ------------
+def test_triton_candidate_passes_cpu_gates(triton_v, relu_t):
+    v = check(triton_v, relu_t, TRITON_RELU)
+    assert v.status is Status.PASS, v.feedback
+    names = [c.name for c in v.checks]
+    assert names == ["format", *CPU_GATES]
+    assert v.metrics["gates_skipped"] == ["timing"]
+    assert v.metrics["triton_aot"] and v.metrics["triton_aot"][0]["cubin_bytes"] > 0
+    assert len(v.metrics["trial_seeds"]) == 5
+
+
+def test_without_gpu_the_timing_gate_is_infra_never_pass(triton_v, cuda_v, relu_t, relu_c):
+    t = triton_v.verify(relu_t, TRITON_RELU)
+    assert t.status is Status.INFRA_ERROR and t.code == "no_gpu"
+    assert t.metrics["gates_not_run"] == ["timing"]
+    assert "timing" in t.feedback
+    c = cuda_v.verify(relu_c, CUDA_RELU)
+    assert c.status is Status.INFRA_ERROR and c.code == "no_gpu"
+    assert c.metrics["gates_not_run"] == ["correct", "timing"]
+    assert [ch.name for ch in c.checks if ch.ok] == [
+        "format",
+        "parse",
+        "anticheat",
+        "compile",
+        "launch",
+    ]
+
+
+def test_cuda_candidate_compiles_to_cubin_with_ptxas_report(cuda_v, relu_c):
+    v = check(cuda_v, relu_c, CUDA_RELU, gates=("parse", "anticheat", "compile", "launch"))
+    assert v.status is Status.PASS, v.feedback
+    assert v.metrics["path"] == "device"
+    assert v.metrics["ptxas"]["relu_kernel"]["registers"] > 0
+    assert v.metrics["launches"][0]["grid"][0] == (8192 * 4093 + 255) // 256
+
+
+# --- parse -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("code", "status", "tcode"),
+    [
+        ("def broken(:\n    pass\n", Status.COMPILE_ERROR, "syntax_error"),
+        (
+            "import torch\nclass Other(torch.nn.Module):\n    pass\n",
+            Status.FORMAT_ERROR,
+            "missing_entry_point",
+        ),
+    ],
+)
+def test_parse_gate(triton_v, relu_t, code, status, tcode):
+    v = check(triton_v, relu_t, code)
+    assert (v.status, v.code, failed_gate(v)) == (status, tcode, "parse")
+
+
+def test_cuda_candidate_without_cuda_source_is_format_error(cuda_v, relu_c):
+    code = (
+        "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x\n"
+    )
+    v = check(cuda_v, relu_c, code)
+    assert (v.status, v.code) == (Status.FORMAT_ERROR, "missing_entry_point")
+
+
+# --- anti-cheat: each rule has a candidate that trips it -------------------------------------
+ANTICHEAT = {
+    "torch_fallback": ("        return y\n", "        return torch.relu(x)\n"),
+    "torch_compute": ("        return y\n", "        return y * 1.0\n"),
+    "try_except_fallback": (
+        "        relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)\n",
+        "        try:\n            relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)\n"
+        "        except Exception:\n            pass\n",
+    ),
+    "reads_reference": ("import torch\n", "import torch\nimport inspect\n"),
+    "timing_games": ("        return y\n", "        torch.cuda.synchronize()\n        return y\n"),
+    "forbidden_import": ("import torch\n", "import torch\nimport subprocess\n"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(ANTICHEAT))
+def test_anticheat_rule_trips(triton_v, relu_t, rule):
+    old, new = ANTICHEAT[rule]
+    assert old in TRITON_RELU
+    v = check(triton_v, relu_t, TRITON_RELU.replace(old, new, 1))
+    assert v.status is Status.REJECTED, v.feedback
+    assert v.code == rule and failed_gate(v) == "anticheat"
+    assert anticheat.RULES[rule][:30] in v.feedback  # the rationale travels with it
+
+
+@pytest.mark.parametrize(
+    ("snippet", "rule"),
+    [
+        (
+            "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        self.last = x\n"
+            "        return x\n",
+            "timing_games",
+        ),
+        (
+            "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return Model()(x)\n",
+            "reads_reference",
+        ),
+        (
+            "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return getattr(torch, 'rel' + 'u')(x)\n",
+            "reads_reference",
+        ),
+        (
+            "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.act = torch.nn.ReLU()\n    def forward(self, x):\n        return self.act(x)\n",
+            "torch_fallback",
+        ),
+        (
+            "class ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n",
+            "torch_compute",
+        ),
+        ("torch.relu = lambda x: x\n", "timing_games"),
+        (
+            "import torch.nn.functional as F\nclass ModelNew(torch.nn.Module):\n"
+            "    def forward(self, x):\n        return F.relu(x)\n",
+            "torch_fallback",
+        ),
+    ],
+)
+def test_anticheat_more_rules(snippet, rule):
+    problem = (ROOT / "tasks/triton/relu/problem.py").read_text()
+    found = anticheat.check("import torch\n" + snippet, problem)
+    assert rule in {f.code for f in found}, found
+
+
+def test_anticheat_leaves_kernels_and_plain_launch_code_alone():
+    for domain in ("triton", "cuda"):
+        for d in sorted((ROOT / "tasks" / domain).iterdir()):
+            t = load_task(d)
+            assert anticheat.check(t.reference, t.harness["problem"]) == [], d.name
+
+
+def test_extension_cpp_that_calls_torch_ops_is_a_fallback():
+    code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py").read_text()
+    assert anticheat.check(code) == []
+    bad = code.replace("auto y = torch::empty_like(x);", "auto y = torch::relu(x);")
+    assert "torch_fallback" in {f.code for f in anticheat.check(bad)}
+
+
+# --- compile ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("old", "new", "tcode"),
+    [
+        ("tl.maximum(x, 0.0)", "tl.maximumm(x, 0.0)", "wrong_api"),
+        ("tl.maximum(x, 0.0)", "tl.maximum(x, 0.0, 1.0, 2.0)", "wrong_api"),
+        ("offs = pid * BLOCK + tl.arange(0, BLOCK)", "offs = pid * BLOCK + tl.arange(0, n)", None),
+        ("tl.maximum(x, 0.0)", "tl.maximum(x, undefined_name)", "undefined_identifier"),
+    ],
+)
+def test_triton_compile_errors(triton_v, relu_t, old, new, tcode):
+    v = check(triton_v, relu_t, TRITON_RELU.replace(old, new))
+    assert v.status is Status.COMPILE_ERROR, (v.status, v.feedback)
+    assert failed_gate(v) == "compile"
+    if tcode:
+        assert v.code == tcode, v.feedback
+    assert v.feedback
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "tcode"),
+    [
+        ("if (i < n)", "if (i < m)", "undefined_identifier"),
+        ("float v = x[i];", "float* v = x[i];", "type_error"),
+        ("y[i] = v > 0.0f ? v : 0.0f;", "y[i] = v > 0.0f ? v : 0.0f", "syntax_error"),
+    ],
+)
+def test_cuda_compile_errors(cuda_v, relu_c, old, new, tcode):
+    assert old in CUDA_RELU
+    v = check(cuda_v, relu_c, CUDA_RELU.replace(old, new))
+    assert (v.status, v.code, failed_gate(v)) == (Status.COMPILE_ERROR, tcode, "compile"), (
+        v.feedback
+    )
+    assert "error" in v.feedback
+
+
+# --- launch limits ------------------------------------------------------------------------
+def test_triton_grid_past_the_limit(triton_v, relu_t):
+    code = (
+        TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(1)")
+        .replace("[(triton.cdiv(n, BLOCK),)]", "[(1, triton.cdiv(n, BLOCK))]")
+        .replace("BLOCK = 1024", "BLOCK = 256")
+    )
+    v = check(triton_v, relu_t, code)
+    assert (v.status, v.code, failed_gate(v)) == (
+        Status.RUNTIME_ERROR,
+        "launch_exceeds_limit",
+        "launch",
+    ), v.feedback
+    assert "gridDim.y" in v.feedback and "65535" in v.feedback
+
+
+def test_triton_too_many_threads(triton_v, relu_t):
+    code = TRITON_RELU.replace("BLOCK=BLOCK)", "BLOCK=BLOCK, num_warps=64)")
+    v = check(triton_v, relu_t, code)
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "launch_exceeds_limit"), v.feedback
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "tcode", "says"),
+    [
+        (
+            "grid=((n + 255) // 256,)",
+            "grid=(1, (n + 255) // 256)",
+            "launch_exceeds_limit",
+            "gridDim.y",
+        ),
+        ("block=(256,)", "block=(2048,)", "launch_exceeds_limit", "blockDim.x"),
+        (
+            "args=(x, y, n))",
+            "args=(x, y, n), shared_mem=300000)",
+            "launch_exceeds_limit",
+            "shared memory",
+        ),
+        ("args=(x, y, n)", "args=(x, y)", "launch_arg_mismatch", "takes 3 arguments"),
+        ("args=(x, y, n)", "args=(x, y, x)", "launch_arg_mismatch", "pass a Python int"),
+    ],
+)
+def test_cuda_launch_checks(cuda_v, relu_c, old, new, tcode, says):
+    assert old in CUDA_RELU
+    v = check(cuda_v, relu_c, CUDA_RELU.replace(old, new))
+    assert (v.status, v.code, failed_gate(v)) == (Status.RUNTIME_ERROR, tcode, "launch"), v.feedback
+    assert says in v.feedback
+
+
+def test_cuda_unknown_kernel_name(cuda_v, relu_c):
+    v = check(
+        cuda_v, relu_c, CUDA_RELU.replace('cuda_kernel("relu_kernel")', 'cuda_kernel("relu")')
+    )
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "launch_arg_mismatch"), v.feedback
+    assert "relu_kernel" in v.feedback
+
+
+def test_check_launch_registers_and_limits():
+    lim = DeviceLimits()
+    check_launch("k", (2**31 - 1, 65535, 65535), (1024, 1, 1), 0, None, lim)
+    with pytest.raises(LaunchLimitError, match="registers"):
+        check_launch("k", (1, 1, 1), (1024, 1, 1), 0, KernelResources(registers=128), lim)
+    check_launch("k", (1, 1, 1), (512, 1, 1), 0, KernelResources(registers=128), lim)
+    with pytest.raises(LaunchLimitError, match="gridDim.z"):
+        check_launch("k", (1, 1, 65536), (32, 1, 1), 0, None, lim)
+    with pytest.raises(LaunchLimitError, match="blockDim.z"):
+        check_launch("k", (1, 1, 1), (1, 1, 65), 0, None, lim)
+
+
+def test_parse_ptxas_report():
+    report = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+        "ptxas info    : Function properties for k\n"
+        "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem\n"
+    )
+    r = parse_ptxas(report)["k"]
+    assert (r.registers, r.static_shared, r.stack, r.spill_stores) == (40, 2048, 8, 4)
+
+
+# --- correctness (Triton's interpreter on CPU tensors) -------------------------------------
+@pytest.mark.parametrize(
+    ("old", "new", "tcode"),
+    [
+        ("tl.maximum(x, 0.0)", "tl.maximum(x, 0.01)", "numeric_mismatch"),
+        ("(triton.cdiv(n, BLOCK),)", "(n // BLOCK,)", "nan_output"),  # grid off by one
+        ("        return y\n", "        return y.view(-1)\n", "shape_mismatch"),
+    ],
+)
+def test_wrong_answers(triton_v, relu_t, old, new, tcode):
+    v = check(triton_v, relu_t, TRITON_RELU.replace(old, new))
+    assert (v.status, v.code, failed_gate(v)) == (Status.WRONG_ANSWER, tcode, "correct"), v.feedback
+    assert "trial 1" in v.feedback
+
+
+def test_nan_never_passes_and_worst_element_is_named(triton_v, relu_t):
+    code = TRITON_RELU.replace(
+        "tl.maximum(x, 0.0)", "tl.where(offs == 7, float('nan'), tl.maximum(x, 0.0))"
+    )
+    v = check(triton_v, relu_t, code)
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "nan_output")
+    assert "[0, 7]" in v.feedback
+
+
+def test_runtime_exception_and_timeout(triton_v, relu_t):
+    raising = TRITON_RELU.replace("        return y\n", "        raise ValueError('boom')\n")
+    v = check(triton_v, relu_t, raising)
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "kernel_exception")
+    assert "boom" in v.feedback
+    # loops only on real CPU tensors (the dry run uses meta ones): the correctness run hangs
+    hang = TRITON_RELU.replace(
+        "        return y\n",
+        "        while x.device.type == 'cpu':\n            n = n\n        return y\n",
+    )
+    v = check(triton_v, relu_t, hang, timeout_s=1.0)
+    assert (v.status, v.code, failed_gate(v)) == (Status.TIMEOUT, "kernel_timeout", "correct")
+    # the pool replaced the hung worker: a good candidate passes right after
+    assert check(triton_v, relu_t, TRITON_RELU).status is Status.PASS
+
+
+def test_printing_a_pass_does_not_pass(triton_v, relu_t):
+    code = TRITON_RELU.replace("tl.maximum(x, 0.0)", "x").replace(
+        "        return y\n", '        print(\'{"ok": true, "outputs": []}\')\n        return y\n'
+    )
+    v = check(triton_v, relu_t, code)
+    assert v.status is Status.WRONG_ANSWER
+
+
+# --- timing decision (the measurement needs a GPU: bench/bench_kernels.py) --------------
+def test_judge_speed():
+    assert judge_speed(2.0, 1.0, 0.8).slow  # 0.5x eager under a 0.8 bar
+    fast = judge_speed(0.5, 1.0, 0.8)
+    assert not fast.slow and not fast.implausible and fast.speedup == 2.0
+    assert judge_speed(0.001, 1.0, 0.8).implausible  # 1000x
+    assert judge_speed(0.1, 0.2, 0.8, floor_ms=0.5).implausible  # faster than the memory
+
+
+# --- the catalog -------------------------------------------------------------------------
+TRITON_TASKS = sorted(p.name for p in (ROOT / "tasks/triton").iterdir())
+CUDA_TASKS = sorted(p.name for p in (ROOT / "tasks/cuda").iterdir())
+
+
+def test_catalog_size_and_levels():
+    tasks = [
+        load_task(ROOT / "tasks" / d / n)
+        for d in ("cuda", "triton")
+        for n in (CUDA_TASKS if d == "cuda" else TRITON_TASKS)
+    ]
+    assert len(CUDA_TASKS) >= 30 and CUDA_TASKS == TRITON_TASKS
+    assert {t.level for t in tasks} == {1, 2, 3}
+    for t in tasks:
+        assert t.reference and t.harness["trials"] >= 5 and t.harness["small"], t.name
+
+
+@pytest.mark.parametrize("name", TRITON_TASKS)
+def test_triton_reference_passes_under_the_interpreter(triton_v, name):
+    t = load_task(ROOT / "tasks/triton" / name)
+    v = check(triton_v, t, t.reference)
+    assert v.status is Status.PASS, f"{name}: {v.code} {v.feedback}"
+
+
+@pytest.mark.parametrize("name", CUDA_TASKS)
+def test_cuda_reference_compiles_for_sm90(cuda_v, name):
+    t = load_task(ROOT / "tasks/cuda" / name)
+    v = check(cuda_v, t, t.reference, gates=("parse", "anticheat", "compile", "launch"))
+    assert v.status is Status.PASS, f"{name}: {v.code} {v.feedback}"
+    assert v.metrics["ptxas"], name
+
+
+def test_extension_path_compiles_against_torch_headers(cuda_v, relu_c):
+    code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py").read_text()
+    v = cuda_v.verify(relu_c, code)
+    assert v.metrics["path"] == "extension"
+    assert [c.name for c in v.checks if c.ok][-1] == "launch", v.feedback
+    assert v.status is Status.INFRA_ERROR and v.code == "no_gpu"
+
+
+# --- the worker: JSONL in, verdicts out -----------------------------------------------------
+def test_worker_jsonl(tmp_path, relu_t):
+    good = Candidate(relu_t.task_id, TRITON_RELU, "llm", "test")
+    bad = Candidate(relu_t.task_id, TRITON_RELU.replace("0.0)", "1.0)"), "llm", "test")
+    lim = Limits(gates=CPU_GATES).to_dict()
+    lines = [
+        json.dumps({"task": relu_t.to_dict(), "candidate": c.to_dict(), "limits": lim})
+        for c in (good, bad)
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join([lines[0], "{not json", lines[1]]) + "\n")
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "verifiers.triton", str(src), "--out", str(out), "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1 and "line 2: skipped, malformed" in proc.stderr
+    verdicts = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [v["status"] for v in verdicts] == ["pass", "wrong_answer"]
+    assert [v["candidate_id"] for v in verdicts] == [good.candidate_id, bad.candidate_id]

@@ -1,0 +1,138 @@
+"""Import a directory of KernelBench-style problem files as cuda / triton tasks.
+
+A problem file defines `Model(nn.Module)`, `get_inputs()` and `get_init_inputs()` (the
+layout of KernelBench's `level1/19_ReLU.py`). Each becomes `dest/<domain>/<slug>/` with
+the file copied verbatim as problem.py and a task.toml: no reference (imported tasks have
+none), the level from the directory (`level2/`) or the task.toml default, float32 with
+KernelBench's own tolerance (1e-2), split holdout by default. Importing is deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from verifiers.catalog import TaskSpecError
+from verifiers.kernels.spec import problem_facts
+
+KERNELBENCH_TOL = 1e-2
+
+
+class ImportProblems(Exception):
+    """Some files could not be imported; the others were. `errors` names each file."""
+
+    def __init__(self, imported: list[Path], errors: list[str]):
+        super().__init__(f"{len(errors)} problem(s) skipped:\n  " + "\n  ".join(errors))
+        self.imported = imported
+        self.errors = errors
+
+
+def slug(path: Path, level: int) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_")
+    return f"kb_l{level}_{stem}"
+
+
+def level_of(path: Path, default: int) -> int:
+    for part in reversed(path.parts[:-1]):
+        m = re.fullmatch(r"level_?(\d)", part.lower())
+        if m and m.group(1) in "123":
+            return int(m.group(1))
+    return default
+
+
+def _toml_str(text: str) -> str:
+    return '"""\n' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
+
+
+def task_toml(name: str, level: int, source: str, split: str, doc: str, domain: str) -> str:
+    what = (
+        "CUDA kernels (a CUDA_SRC string launched with cuda_kernel, or load_inline)"
+        if (domain == "cuda")
+        else "Triton kernels (@triton.jit)"
+    )
+    requirement = (
+        f"Write ModelNew, a drop-in replacement for Model in problem.py (same __init__ and "
+        f"forward signatures, same outputs within tolerance), computing with {what}.\n"
+        + (f"Model: {doc.strip()}\n" if doc.strip() else "")
+    )
+    lines = [
+        f'name = "{name}"',
+        'family = "imported"',
+        f"level = {level}",
+        f'split = "{split}"',
+        f'source = "{source}"',
+        f"requirement = {_toml_str(requirement)}",
+        "",
+        "[interface]",
+        'entry = "ModelNew"',
+    ]
+    if domain == "cuda":
+        lines.append('path = "device"')
+    lines += [
+        "",
+        "[platform]",
+        'arch = "sm_90"',
+        "",
+        "[harness]",
+        'problem = "problem.py"',
+        'dtype = "float32"',
+        f"atol = {KERNELBENCH_TOL}",
+        f"rtol = {KERNELBENCH_TOL}",
+        "trials = 5",
+        "speed_bar = 1.0",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _docstring(source: str) -> str:
+    import ast
+
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            return ast.get_docstring(node) or ""
+    return ""
+
+
+def import_kernelbench(
+    src: Path,
+    dest: Path,
+    *,
+    domains: tuple[str, ...] = ("cuda", "triton"),
+    split: str = "holdout",
+    source: str = "kernelbench",
+    level: int = 1,
+) -> list[Path]:
+    """Write one task per problem file per domain; raise ImportProblems listing the files
+    that were skipped (the others are written)."""
+    files = sorted(p for p in Path(src).rglob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise ImportProblems([], [f"{src}: no .py problem files"])
+    imported: list[Path] = []
+    errors: list[str] = []
+    seen: dict[str, Path] = {}
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+            problem_facts(text, path)
+        except (TaskSpecError, UnicodeDecodeError) as e:
+            errors.append(f"{path}: {e}")
+            continue
+        lvl = level_of(path.relative_to(src), level)
+        name = slug(path, lvl)
+        if name in seen:
+            errors.append(f"{path}: its task name {name} is taken by {seen[name]}")
+            continue
+        seen[name] = path
+        doc = _docstring(text)
+        for domain in domains:
+            out = Path(dest) / domain / name
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "problem.py").write_text(text, encoding="utf-8")
+            (out / "task.toml").write_text(
+                task_toml(name, lvl, source, split, doc, domain), encoding="utf-8"
+            )
+            imported.append(out)
+    if errors:
+        raise ImportProblems(imported, errors)
+    return imported
