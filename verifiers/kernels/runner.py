@@ -370,7 +370,7 @@ def time_cuda(fn, args, *, budget_ms: float = 100.0, min_reps: int = 10, max_rep
         # a queued sleep keeps the GPU busy while the host issues the next run, so the
         # events time the device's work, not the Python launch overhead in front of it
         sleep = getattr(torch.cuda, "_sleep", None)
-        cycles = int(max(per, 0.05) * 1e-3 * 2.0e9)  # about one run's length at ~2 GHz
+        cycles = int(min(max(per, 0.05), 0.2) * 1e-3 * 2.0e9)  # 50-200 us at ~2 GHz
         for i in range(reps):
             flush.zero_()
             if sleep is not None:

@@ -104,6 +104,9 @@ def cuda_src(code: str) -> str:
 class KernelVerifier(Verifier):
     version = "1"
     resource = "GPU"
+    # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
+    # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
+    cpu_fallback = True
     gates = ("parse", "anticheat", "compile", "launch", "correct", "timing")
     always = ("parse", "anticheat")
     requires: ClassVar[dict[str, tuple[str, ...]]] = {
