@@ -156,7 +156,7 @@ def test_cuda_candidate_compiles_to_cubin_with_ptxas_report(cuda_v, relu_c):
     assert v.status is Status.PASS, v.feedback
     assert v.metrics["path"] == "device"
     assert v.metrics["ptxas"]["relu_kernel"]["registers"] > 0
-    assert v.metrics["launches"][0]["grid"][0] == (8192 * 4093 + 255) // 256
+    assert v.metrics["launches"][0]["grid"][0] == (24576 * 4093 + 255) // 256
 
 
 # --- parse -------------------------------------------------------------------------------------

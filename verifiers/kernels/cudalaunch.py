@@ -10,7 +10,6 @@ GPU, meta tensors) the same checks run and the launch is only recorded.
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import re
 from dataclasses import dataclass
@@ -131,12 +130,15 @@ class Launcher:
     def __call__(self, grid=None, block=None, args=(), shared_mem: int = 0, **extra):
         # the hot path stays short: timing sees host overhead wherever a kernel is tiny
         key = (grid, block, shared_mem) if not extra else None
-        if key is None or key not in self._checked:
-            g, b, shared = self._check(grid, block, shared_mem, extra)
-            with contextlib.suppress(TypeError):  # an unhashable grid is checked every time
-                self._checked[key] = (g, b, shared)
-        else:
-            g, b, shared = self._checked[key]
+        try:
+            hit = self._checked.get(key) if key is not None else None
+        except TypeError:  # an unhashable grid (a list) is checked every time
+            key, hit = None, None
+        if hit is None:
+            hit = self._check(grid, block, shared_mem, extra)
+            if key is not None:
+                self._checked[key] = hit
+        g, b, shared = hit
         if self._record is not None and len(self._record) < 64:
             self._record.append(
                 {"kernel": self.name, "grid": list(g), "block": list(b), "shared_mem": shared}

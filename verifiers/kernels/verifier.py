@@ -539,20 +539,31 @@ class KernelVerifier(Verifier):
         where = "CPU interpreter, small shapes" if self.device == "cpu" else "GPU"
         return f"{len(trials)} trials pass ({where}); max abs error {worst:.3g}"
 
-    def prepare_baselines(self, tasks: Sequence[Task], limits: Limits | None = None) -> None:
+    def prepare_baselines(
+        self,
+        tasks: Sequence[Task],
+        limits: Limits | None = None,
+        compile_for: set[str] | None = None,
+    ) -> None:
         """Measure the reference timings of these tasks now (a bench does this before it
-        times verification, so torch.compile's minutes stay out of the throughput)."""
+        times verification, so torch.compile's minutes stay out of the throughput);
+        `compile_for` names the tasks that also get a torch.compile baseline."""
         if self.device != "cuda":
             return
         pool = self.pool(limits or Limits())
         for task in tasks:
             with pool.gpu.exclusive():
-                self._baseline(task)
+                want = self.compile_baseline or (
+                    compile_for is not None and task.name in compile_for
+                )
+                self._baseline(task, want)
 
-    def _baseline(self, task: Task) -> dict:
+    def _baseline(self, task: Task, with_compile: bool | None = None) -> dict:
         """Eager (and torch.compile) timings of the reference, measured here once per task."""
         if task.task_id in self._baselines:
             return self._baselines[task.task_id]
+        if with_compile is None:
+            with_compile = self.compile_baseline
         import torch
 
         from verifiers.kernels import runner
@@ -563,7 +574,7 @@ class KernelVerifier(Verifier):
             outs = runner.as_outputs(model(*inputs))
         nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
         base: dict[str, Any] = {"eager": runner.time_cuda(model, inputs), "bytes": nbytes}
-        if self.compile_baseline:
+        if with_compile:
             try:
                 compiled = torch.compile(model)
                 base["compile"] = runner.time_cuda(compiled, inputs)

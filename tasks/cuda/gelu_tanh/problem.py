@@ -13,7 +13,7 @@ class Model(nn.Module):
         return F.gelu(x, approximate="tanh")
 
 
-batch_size = 8192
+batch_size = 24576
 dim = 4093
 
 

@@ -12,7 +12,7 @@ class Model(nn.Module):
         return torch.relu(x)
 
 
-batch_size = 8192
+batch_size = 24576
 dim = 4093
 
 
