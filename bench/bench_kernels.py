@@ -121,6 +121,8 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "compile_ms": vd.metrics.get("compile_ms"),
         "implausible": vd.metrics.get("implausible_speedup", False),
         "feedback": vd.feedback[:300],
+        "runner_seconds": vd.metrics.get("runner_seconds", {}),
+        "nvcc_seconds": vd.metrics.get("nvcc_seconds"),
     }
 
 

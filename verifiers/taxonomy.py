@@ -45,6 +45,7 @@ CODES: dict[str, tuple[str, str]] = {
     "shape_mismatch": (FUNCTIONAL, "an output's shape, dtype or count differs from the reference"),
     "cuda_error": (FUNCTIONAL, "a CUDA error while running (illegal address, misaligned access)"),
     "kernel_exception": (FUNCTIONAL, "the candidate raised an exception while running"),
+    "empty_launch": (FUNCTIONAL, "a launch with a zero grid or block dimension: nothing runs"),
     "torch_fallback": (FUNCTIONAL, "calls the PyTorch op it should implement"),
     "torch_compute": (FUNCTIONAL, "computes with torch outside its kernels"),
     "try_except_fallback": (FUNCTIONAL, "catches exceptions around its kernels"),

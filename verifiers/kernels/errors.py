@@ -70,9 +70,12 @@ _CUDA_FAULT = re.compile(
 
 
 def nvcc_code(log: str) -> str:
-    for pat, code in _NVCC:
-        if pat.search(log):
-            return code
+    """The code of the first error (later ones are often knock-on effects of it)."""
+    first = next((ln for ln in log.splitlines() if re.search(r"\berror\b", ln)), None)
+    for text in ([first] if first else []) + [log]:
+        for pat, code in _NVCC:
+            if pat.search(text):
+                return code
     return "compile_error"
 
 
@@ -90,11 +93,11 @@ def classify_python(step: str, error: dict) -> tuple[Status, str]:
     """Status and code for an exception the runner reported at `step`."""
     types = " ".join(error.get("types", [])) + " " + error.get("type", "")
     text = f"{types}\n{error.get('message', '')}"
-    if re.search(r"\b(PermissionError|FileNotFoundError|OSError|MemoryError)\b", types) and (
-        step in ("setup", "aot") or "/crucible/kernels" in text or "cache" in text
-    ):
-        # candidates cannot touch files (anti-cheat): the harness's caches or disk failed
+    if re.search(r"\b(PermissionError|FileNotFoundError|OSError|IOError)\b", types):
+        # candidates cannot touch files (anti-cheat): the harness's disk or caches failed
         return Status.INFRA_ERROR, "harness_error"
+    if "EmptyLaunchError" in types:
+        return Status.RUNTIME_ERROR, "empty_launch"
     if "LaunchLimitError" in types or _LAUNCH.search(text):
         return Status.RUNTIME_ERROR, "launch_exceeds_limit"
     if "KernelArgError" in types:

@@ -53,6 +53,11 @@ class LaunchLimitError(RuntimeError):
     """A launch that the device would refuse; the message names the limit."""
 
 
+class EmptyLaunchError(LaunchLimitError):
+    """A grid or block with a zero dimension: nothing would run (often a grid size
+    rounded down, `n // BLOCK` for n < BLOCK)."""
+
+
 def dims3(value, what: str) -> tuple[int, int, int]:
     if isinstance(value, int):
         value = (value,)
@@ -77,7 +82,10 @@ def check_launch(
     axes = "xyz"
     for i, (g, m) in enumerate(zip(grid, lim.max_grid, strict=True)):
         if g < 1:
-            raise LaunchLimitError(f"{kernel}: gridDim.{axes[i]} = {g}; it must be at least 1")
+            raise EmptyLaunchError(
+                f"{kernel}: gridDim.{axes[i]} = {g}: an empty grid runs nothing (a size "
+                "rounded down?); it must be at least 1"
+            )
         if g > m:
             raise LaunchLimitError(
                 f"{kernel}: gridDim.{axes[i]} = {g} exceeds the device limit {m} "
@@ -85,7 +93,7 @@ def check_launch(
             )
     for i, (b, m) in enumerate(zip(block, lim.max_block, strict=True)):
         if b < 1:
-            raise LaunchLimitError(f"{kernel}: blockDim.{axes[i]} = {b}; it must be at least 1")
+            raise EmptyLaunchError(f"{kernel}: blockDim.{axes[i]} = {b}; it must be at least 1")
         if b > m:
             raise LaunchLimitError(
                 f"{kernel}: blockDim.{axes[i]} = {b} exceeds the device limit {m} ({lim.name})"

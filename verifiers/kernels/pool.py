@@ -12,6 +12,7 @@ before the next candidate, because a CUDA error poisons its context for good.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import glob
 import json
@@ -47,6 +48,10 @@ class WorkerDied(RuntimeError):
     pass
 
 
+class WorkerStartError(WorkerDied):
+    """The runner could not start (never the candidate's fault)."""
+
+
 class JobTimeout(RuntimeError):
     pass
 
@@ -58,6 +63,24 @@ class WorkerSpec:
     cache_dir: Path
     env: dict[str, str]
     aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
+
+
+SHM_MIN_BYTES = 8 * 2**30
+START_TIMEOUT_S = 180.0  # importing torch and priming CUDA on a loaded node
+
+
+def _free_bytes(path: str) -> int:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize if os.access(path, os.W_OK) else 0
+
+
+# bwrap --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started the
+# process exits: runners are started from this pool's threads, which live as long as the
+# process, never from a verify thread or a restart thread that ends.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="krunner")
 
 
 def _gpu_device_nodes() -> list[str]:
@@ -128,8 +151,9 @@ def confine(
 class Worker:
     def __init__(self, spec: WorkerSpec, index: int):
         self.spec, self.index = spec, index
-        # outputs pass through here: memory-backed where there is /dev/shm
-        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        # outputs pass through here: memory-backed where /dev/shm is writable and large
+        # (a VM's may be 64 MB, less than one output)
+        shm = "/dev/shm" if _free_bytes("/dev/shm") >= SHM_MIN_BYTES else None
         self.home = Path(tempfile.mkdtemp(prefix=f"crucible-kworker{index}-", dir=shm))
         self.proc: subprocess.Popen | None = None
         self.results = None
@@ -186,7 +210,8 @@ class Worker:
         r, w = os.pipe()
         cmd, env = self._command(w)
         log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(
+        self.proc = _SPAWNER.submit(
+            subprocess.Popen,
             cmd,
             stdin=subprocess.PIPE,
             stdout=log,
@@ -195,11 +220,18 @@ class Worker:
             env=env if self.spec.limits.unconfined else {"PATH": SANDBOX_PATH},
             pass_fds=(w,),  # the result pipe keeps its fd number
             start_new_session=True,
-        )
+        ).result()
         os.close(w)
         log.close()
         self.results = os.fdopen(r, "r")
         self.jobs_done = 0
+        # the runner says when it has imported torch and primed CUDA / Triton
+        try:
+            ready = self._read_line(START_TIMEOUT_S, "start")
+        except WorkerDied as e:
+            raise WorkerStartError(str(e)) from None
+        if not json.loads(ready).get("ready"):
+            raise WorkerStartError(f"the runner did not start: {ready[:200]}")
 
     def stop(self) -> None:
         if self.proc is None:
@@ -256,12 +288,19 @@ class Worker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied(f"the runner process exited: {self.log_tail()}") from None
+        line = self._read_line(timeout_s, "job")
+        self.jobs_done += 1
+        return json.loads(line)
+
+    def _read_line(self, timeout_s: float, what: str) -> str:
         deadline = time.monotonic() + timeout_s
         fd = self.results.fileno()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
+                if what == "start":
+                    raise WorkerDied(f"the runner did not start in {timeout_s:.0f}s")
                 raise JobTimeout(f"no result in {timeout_s:.0f}s")
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
@@ -271,8 +310,7 @@ class Worker:
                     tail = self.log_tail()
                     self.stop()
                     raise WorkerDied(f"the runner process exited (status {code}): {tail}")
-                self.jobs_done += 1
-                return json.loads(line)
+                return line
             if self.proc.poll() is not None:
                 tail = self.log_tail()
                 code = self.proc.returncode

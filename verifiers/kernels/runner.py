@@ -102,11 +102,19 @@ def problem_module(source: str, overrides: dict | None, tag: str):
     return mod
 
 
-def make_inputs(problem, seed: int, device: str) -> list:
+def make_inputs(problem, seed: int, device: str, shift: float = 0.0) -> list:
+    """The problem's inputs for `seed`; `shift` moves floating inputs (a trial with every
+    value negative catches a max reduction started at 0 instead of -inf)."""
     torch.manual_seed(seed)
     with torch.device(device):
         inputs = problem.get_inputs()
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    if shift:
+        inputs = [
+            x.add_(shift) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs
+        ]
+    return inputs
 
 
 def build_reference(problem, init_seed: int, device: str):
@@ -116,6 +124,8 @@ def build_reference(problem, init_seed: int, device: str):
 
 
 def build_candidate(problem, cand, entry: str, reference, init_seed: int, device: str):
+    """`reference` is the Model, or a function that builds it (called only when the
+    candidate has state to load: most kernels have no weights)."""
     cls = getattr(cand, entry, None)
     if cls is None:
         raise NameError(f"the candidate defines no `{entry}`")
@@ -123,6 +133,8 @@ def build_candidate(problem, cand, entry: str, reference, init_seed: int, device
     new = cls(*problem.get_init_inputs())
     if not isinstance(new, torch.nn.Module):
         raise TypeError(f"`{entry}` must be a torch.nn.Module subclass")
+    if callable(reference) and not isinstance(reference, torch.nn.Module):
+        reference = reference() if new.state_dict() else None
     if reference is not None:
         ref_sd, new_sd = reference.state_dict(), new.state_dict()
         if ref_sd.keys() == new_sd.keys() and all(
@@ -440,8 +452,8 @@ class Runner:
         self.state.update(problem=problem, small=small, records=records, device=device)
         cand = load_module("crucible_candidate", job["code"], "candidate.py", extra)
         init_seed = job["init_seed"]
-        ref = build_reference(problem, init_seed, "cpu")
         self.state.update(cand=cand, entry=job["entry"], init_seed=init_seed)
+        ref = lambda: build_reference(problem, init_seed, "cpu")  # noqa: E731
         self.state["model"] = build_candidate(problem, cand, job["entry"], ref, init_seed, device)
 
     def _model(self, small: bool):
@@ -450,7 +462,7 @@ class Runner:
             return self.state["model"]
         if "model_small" not in self.state:
             st = self.state
-            ref = build_reference(st["small"], st["init_seed"], "cpu")
+            ref = lambda: build_reference(st["small"], st["init_seed"], "cpu")  # noqa: E731
             st["model_small"] = build_candidate(
                 st["small"], st["cand"], st["entry"], ref, st["init_seed"], st["device"]
             )
@@ -536,7 +548,7 @@ class Runner:
             small = bool(trial.get("small"))
             problem = self.state["small" if small else "problem"]
             model = self._model(small)
-            inputs = make_inputs(problem, trial["seed"], device)
+            inputs = make_inputs(problem, trial["seed"], device, trial.get("shift", 0.0))
             with torch.no_grad(), poisoned_allocations():
                 outs = as_outputs(model(*inputs))
             if device == "cuda":
@@ -550,8 +562,40 @@ class Runner:
         result["timing"] = time_cuda(model, inputs)
 
 
+def prime() -> None:
+    """What every candidate would otherwise pay on a fresh worker: CUDA's context, cupy,
+    and Triton's driver (its launcher stubs are built with the C compiler on first use)."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return
+    torch.ones(1, device="cuda").add_(1)
+    with contextlib.suppress(ImportError):
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return
+
+    @triton.jit
+    def _prime_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+    x = torch.zeros(64, device="cuda")
+    _prime_kernel[(1,)](x, 64, BLOCK=64)
+    torch.cuda.synchronize()
+
+
 def serve(result_fd: int) -> int:
     out = os.fdopen(result_fd, "w", buffering=1)
+    try:
+        prime()
+    except Exception:  # a worker that cannot prime still verifies; the job reports errors
+        traceback.print_exc()
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
     runner = Runner()
     for line in sys.stdin:
         if not line.strip():

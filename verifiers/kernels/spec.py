@@ -43,6 +43,12 @@ HARNESS_FIELDS = (
     ),
     Field("speed_bar", (int, float), "a positive number", required=False, check=_positive),
     Field("small", dict, "a [harness.small] table of problem.py globals", required=False),
+    Field(
+        "shift",
+        (int, float),
+        "a number added to floating inputs in one extra trial",
+        required=False,
+    ),
 )
 INTERFACE_FIELDS = (
     Field("entry", str, "the class the candidate defines, e.g. ModelNew", required=False),
@@ -112,6 +118,7 @@ def build_harness(
         "speed_bar": float(harness.get("speed_bar", DEFAULT_SPEED_BAR)),
         "small": small,
         "sizes": facts["sizes"],
+        **({"shift": float(harness["shift"])} if harness.get("shift") else {}),
     }
 
 

@@ -30,7 +30,13 @@ from verifiers.kernels import anticheat
 from verifiers.kernels.errors import classify_python, feedback_from, first_errors, nvcc_code
 from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
-from verifiers.kernels.pool import JobTimeout, WorkerDied, WorkerPool, WorkerSpec
+from verifiers.kernels.pool import (
+    JobTimeout,
+    WorkerDied,
+    WorkerPool,
+    WorkerSpec,
+    WorkerStartError,
+)
 
 EXTENSION_BUILD_S = 600.0  # load_inline of the torch headers: about a minute on the H200
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
@@ -132,6 +138,9 @@ class KernelVerifier(Verifier):
         self._pools: dict[tuple[bool, bool], WorkerPool] = {}
         self._pool_lock = threading.Lock()
         self._refs: dict[tuple, Any] = {}
+        # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
+        # not interleave between the threads that verify candidates side by side
+        self._rng = threading.Lock()
         self._baselines: dict[str, dict] = {}
         self.compile_baseline = (
             compile_baseline
@@ -317,7 +326,9 @@ class KernelVerifier(Verifier):
             v = launch["violation"]
             raise GateFail(
                 Status.RUNTIME_ERROR,
-                "launch_exceeds_limit",
+                "empty_launch"
+                if "EmptyLaunchError" in v.get("types", [""])[0]
+                else ("launch_exceeds_limit"),
                 v["message"][:300],
                 feedback=f"{v['message']}\nDevice limits: {self.device_limits().to_dict()}",
                 metrics={"launches": launch.get("launches", [])[:8]},
@@ -359,6 +370,11 @@ class KernelVerifier(Verifier):
         ]
         if not small_only:  # plus one tail trial at awkward small sizes
             trials.append({"seed": int.from_bytes(os.urandom(4), "little"), "small": True})
+        if h.get("shift"):
+            # every floating input shifted (e.g. all-negative rows, where a max started at
+            # 0 shows); skipped if the reference itself is not finite there
+            seed = int.from_bytes(os.urandom(4), "little")
+            trials.append({"seed": seed, "small": small_only, "shift": float(h["shift"])})
         ctx.metrics["trial_seeds"] = [t["seed"] for t in trials]
         # the interpreter is slow: a longer deadline on the CPU
         timeout = ctx.limits.timeout_s * (6 if self.device == "cpu" else 3)
@@ -432,7 +448,12 @@ class KernelVerifier(Verifier):
         slot = "aot_worker" if aot else "worker"
         worker = ctx.state.get(slot)
         if worker is None:
-            worker = ctx.state[slot] = pool.lease()
+            try:
+                worker = ctx.state[slot] = pool.lease()
+            except WorkerDied as e:
+                raise GateFail(
+                    Status.INFRA_ERROR, "harness_error", f"no runner process: {e}"[:300]
+                ) from None
         out = worker.fresh_outdir()
         ctx.state["out_dir"] = out
         h = ctx.task.harness
@@ -461,6 +482,11 @@ class KernelVerifier(Verifier):
                 "kernel_timeout",
                 f"{'/'.join(steps)}: {e}",
                 feedback=f"the candidate did not finish {'/'.join(steps)} in {timeout_s:.0f}s",
+            ) from None
+        except WorkerStartError as e:
+            ctx.state["dirty"] = True
+            raise GateFail(
+                Status.INFRA_ERROR, "harness_error", f"the runner did not start: {e}"[:300]
             ) from None
         except WorkerDied as e:
             ctx.state["dirty"] = True
@@ -494,14 +520,27 @@ class KernelVerifier(Verifier):
         from verifiers.kernels import runner
 
         key = (task.task_id, self.device, small)
-        if key not in self._refs:
-            h = task.harness
-            problem = runner.problem_module(
-                h["problem"], h.get("small") if small else None, f"ref_{'s' if small else 'f'}"
-            )
-            model = runner.build_reference(problem, 42, "cpu").to(self.device)
-            self._refs[key] = (problem, model)
+        with self._rng:
+            if key not in self._refs:
+                h = task.harness
+                tag = f"ref_{'s' if small else 'f'}"
+                problem = runner.problem_module(
+                    h["problem"], h.get("small") if small else None, tag
+                )
+                model = runner.build_reference(problem, 42, "cpu").to(self.device)
+                self._refs[key] = (problem, model)
         return self._refs[key]
+
+    def _inputs(self, problem, seed: int, device: str, shift: float = 0.0) -> list:
+        from verifiers.kernels import runner
+
+        with self._rng:
+            inputs = runner.make_inputs(problem, seed, device, shift)
+            if device == "cuda":
+                import torch
+
+                torch.cuda.synchronize()  # drawn before the next thread reseeds
+        return inputs
 
     def _compare(self, ctx: Context, trials: list[dict], res: dict) -> str:
         import torch
@@ -514,9 +553,14 @@ class KernelVerifier(Verifier):
         worst = 0.0
         for i, trial in enumerate(trials):
             problem, model = self._reference(ctx.task, trial["small"])
-            inputs = runner.make_inputs(problem, trial["seed"], self.device)
+            inputs = self._inputs(problem, trial["seed"], self.device, trial.get("shift", 0.0))
             with torch.no_grad():
                 want = runner.as_outputs(model(*inputs))
+            if trial.get("shift") and not all(
+                bool(torch.isfinite(w).all()) for w in want if w.is_floating_point()
+            ):
+                ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
+                continue
             try:
                 got = [runner.load_raw(m, out_dir, self.device) for m in res["outputs"][i]]
             except (ValueError, OSError, TypeError, KeyError) as e:
@@ -526,6 +570,8 @@ class KernelVerifier(Verifier):
             verdict = compare(got, want, h["atol"], h["rtol"])
             if not verdict.ok:
                 where = "small tail shapes" if trial["small"] else "timing shapes"
+                if trial.get("shift"):
+                    where += f", inputs shifted by {trial['shift']:g}"
                 raise GateFail(
                     Status.WRONG_ANSWER,
                     verdict.code,
@@ -569,7 +615,7 @@ class KernelVerifier(Verifier):
         from verifiers.kernels import runner
 
         problem, model = self._reference(task, False)
-        inputs = runner.make_inputs(problem, 2024, "cuda")
+        inputs = self._inputs(problem, 2024, "cuda")
         with torch.no_grad():
             outs = runner.as_outputs(model(*inputs))
         nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
