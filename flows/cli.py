@@ -55,10 +55,44 @@ SimOnlyOpt = Annotated[
 ]
 
 
-def _limits(sim_only: bool, unconfined: bool) -> Limits:
+GatesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gates",
+        help="Comma-separated gates to run (Limits.gates); the gates they need run too. "
+        "E.g. parse,anticheat,compile,launch,correct checks a kernel on a machine with no "
+        "GPU (pass/fail instead of infra_error no_gpu).",
+    ),
+]
+
+
+def _limits(sim_only: bool, unconfined: bool, gates: tuple[str, ...] | None = None) -> Limits:
     from verifiers.rtl.verifier import SIM_ONLY
 
-    return Limits(gates=SIM_ONLY if sim_only else None, unconfined=unconfined)
+    if sim_only and gates is not None:
+        raise typer.BadParameter("give --sim-only or --gates, not both", param_hint="--gates")
+    return Limits(gates=SIM_ONLY if sim_only else gates, unconfined=unconfined)
+
+
+def _gates(text: str | None, domain: str) -> tuple[str, ...] | None:
+    """--gates as a Limits.gates tuple, checked against the domain verifier's gates."""
+    if text is None:
+        return None
+    from verifiers.registry import VerifierUnavailable, get_verifier
+
+    wanted = tuple(dict.fromkeys(g.strip() for g in text.split(",") if g.strip()))
+    try:
+        known = ("format", *get_verifier(domain).gates)
+    except VerifierUnavailable:
+        known = wanted  # verification will say what to install; nothing to check here
+    bad = [g for g in wanted if g not in known]
+    if bad or not wanted:
+        raise typer.BadParameter(
+            f"unknown gate(s) {', '.join(bad) or '(none given)'} for the {domain} verifier; "
+            f"its gates: {','.join(known[1:])}",
+            param_hint="--gates",
+        )
+    return wanted
 
 
 def _quiet_env(verbose: bool) -> None:
@@ -561,6 +595,7 @@ def verify(
         bool, typer.Option("--json", help="Print the whole Verdict as JSON.")
     ] = False,
     sim_only: SimOnlyOpt = False,
+    gates: GatesOpt = None,
     unconfined: UnconfinedOpt = False,
 ) -> None:
     """Verify one file against one task and print the verdict and its feedback.
@@ -569,8 +604,9 @@ def verify(
 
     roots = list(tasks or [DEFAULT_TASKS])
     t = find_task(task, roots)
+    limits = _limits(sim_only, unconfined, _gates(gates, t.domain))
     data = sys.stdin.buffer.read() if str(file) == "-" else _read(file)
-    verdict = run_verify(t, data, _limits(sim_only, unconfined))
+    verdict = run_verify(t, data, limits)
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
     else:
@@ -585,6 +621,145 @@ def _read(file: Path) -> bytes:
         return file.read_bytes()
     except OSError as e:
         raise typer.BadParameter(f"cannot read {file}: {e.strerror}", param_hint="FILE") from None
+
+
+@app.command()
+def pending(
+    domain: Annotated[str, typer.Option("--domain", help="The domain: cuda, triton, rtl, ...")],
+    lake: LakeOpt = DEFAULT_LAKE,
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tasks",
+            help="Only the tasks of these catalog root(s), matched by task_id (the lake "
+            "holds the same spec); default: every task of the domain in the lake.",
+        ),
+    ] = None,
+    task: TaskNamesOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the JSONL here (default: stdout).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many candidates.")
+    ] = None,
+    gates: GatesOpt = None,
+) -> None:
+    """Write the candidates that have no verdict from the current verifier version
+    (sql/pending_verification.sql, as the verify stage selects them) as worker input
+    JSONL: one {"task", "candidate"[, "limits"]} line per candidate. Verify them where
+    the tools are, `python -m verifiers.<domain> IN --out OUT`, and bring the verdicts
+    back with `crucible ingest OUT`. The count goes to stderr.
+
+    With --gates, pending means "no verdict from those gates"; such a verdict carries its
+    own version (e.g. `1+gates:parse,...`), so the candidate stays pending for the full
+    verification on a GPU node."""
+    from flows.stages import load_tasks
+    from lake import db
+    from lake.schema import candidate_from_row
+    from lake.store import Lake, LakeError
+    from verifiers.registry import VerifierUnavailable, get_verifier
+
+    try:
+        v = get_verifier(domain)
+    except VerifierUnavailable as e:
+        raise typer.BadParameter(str(e), param_hint="--domain") from None
+    limits = Limits(gates=_gates(gates, domain)) if gates is not None else None
+    try:
+        con = db.connect(Lake(lake, readonly=True))
+    except LakeError as e:
+        typer.echo(f"lake error: {e}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        names = list(task) if task else None
+        ids = [r["task_id"] for r in db.rows(con, "select_tasks", domains=[domain], names=names)]
+        if tasks:
+            in_catalog: set[str] = set()
+            for root in tasks:
+                loaded, errors = load_catalog(root, [domain], names)
+                in_catalog |= {t.task_id for t in loaded}
+                for e in errors:
+                    typer.echo(f"refused task {e}", err=True)
+            ids = [i for i in ids if i in in_catalog]
+        rows = db.rows(
+            con,
+            "pending_verification",
+            domain=domain,
+            verifier=v.name,
+            verifier_version=v.version_for(limits),
+            task_ids=ids,
+        )
+        total = len(rows)
+        cands = [candidate_from_row(r) for r in rows[:limit]]
+        specs = load_tasks(con, sorted({c.task_id for c in cands}))
+    finally:
+        con.close()
+    lines = []
+    for c in cands:
+        item = {"task": specs[c.task_id].to_dict(), "candidate": c.to_dict()}
+        if limits is not None:
+            item["limits"] = limits.to_dict()
+        lines.append(json.dumps(item, ensure_ascii=False) + "\n")
+    if out is None:
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    else:
+        try:
+            out.write_text("".join(lines), encoding="utf-8")
+        except OSError as e:
+            raise typer.BadParameter(
+                f"cannot write {out}: {e.strerror}", param_hint="--out"
+            ) from None
+    shown = f"{len(cands)} of {total}" if len(cands) < total else str(total)
+    typer.echo(
+        f"{shown} {domain} candidate(s) pending for verifier {v.name} version "
+        f"{v.version_for(limits)}" + (f" -> {out}" if out else ""),
+        err=True,
+    )
+
+
+@app.command()
+def ingest(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Verdict JSONL files ('-' for stdin), as `python -m verifiers.<domain>` "
+            "writes them."
+        ),
+    ],
+    lake: LakeOpt = DEFAULT_LAKE,
+    commit_every: Annotated[
+        int, typer.Option(min=1, help="Verdicts per lake commit (what a crash costs to redo).")
+    ] = 256,
+) -> None:
+    """Append verdicts verified elsewhere (e.g. on a GPU node, from `crucible pending`'s
+    file) to the lake, through the stages' batching writer: ingesting a file twice adds
+    nothing. A line that is not a verdict, whose verdict_id is not its content hash, or
+    whose candidate is not in the lake is refused with its FILE:LINE and not written; the
+    rest still go in. Records a `runs` row (flow `ingest`, a generated run id).
+    Exit code: 0, 1 if any line was refused, 2 if the lake cannot be used."""
+    from lake.ingest import ingest_verdicts
+    from lake.store import Lake, LakeError
+
+    if sum(str(f) == "-" for f in files) > 1:
+        raise typer.BadParameter("stdin ('-') can be read once", param_hint="FILES")
+    for f in files:
+        if str(f) != "-" and not f.is_file():
+            raise typer.BadParameter(f"no such file: {f}", param_hint="FILES")
+    try:
+        Lake(lake, readonly=True)  # an existing lake only: never make an empty one here
+        result = ingest_verdicts(Lake(lake), files, batch_size=commit_every)
+    except LakeError as e:
+        typer.echo(f"lake error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for r in result.refused:
+        typer.echo(f"refused {r}", err=True)
+    typer.echo(
+        f"ingest {result.run_id[:12]}: {result.added} added, {result.present} already "
+        f"present, {len(result.refused)} refused ({result.read} lines, "
+        f"{result.seconds:.1f}s); lake {lake}"
+    )
+    if result.refused:
+        raise typer.Exit(1)
 
 
 @app.command("tasks")

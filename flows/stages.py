@@ -308,7 +308,7 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
             "pending_verification",
             domain=domain,
             verifier=v.name,
-            verifier_version=v.version,
+            verifier_version=v.version_for(s.limits),
             task_ids=ids,
         )
         by_domain[domain] = [candidate_from_row(r) for r in rows]
@@ -389,7 +389,7 @@ def _repair_requests(ctx: StageContext, domain: str) -> list[RepairRequest]:
         "repair_heads",
         **params,
         verifier=v.name,
-        verifier_version=v.version,
+        verifier_version=v.version_for(ctx.settings.limits),
         max_attempt=ctx.settings.repair_rounds,
     )
     if not heads:

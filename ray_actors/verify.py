@@ -6,6 +6,7 @@ a verification ~15-200 ms: batches keep the overhead out of sight).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -59,14 +60,35 @@ class PoolSettings:
     batch_size: int = 8
 
 
+# The CPU fallback's actors: one warm runner process each (the kernel verifier's default
+# is two per actor on CPU; the actors already take one core each).
+FALLBACK_ENV = {"CRUCIBLE_KERNEL_WORKERS": "1"}
+
+
 def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[ActorPool, int]:
-    resource = get_verifier(domain).resource
+    verifier = get_verifier(domain)
+    resource = verifier.resource
     available = cluster.slots(resource)
+    extra: dict = {}
+    if available <= 0 and resource != "cpu" and getattr(verifier, "cpu_fallback", False):
+        available = cluster.slots("cpu")
+        if available > 0:
+            log.warning(
+                "no Ray node offers the `%s` resource the %s verifier needs: running it on "
+                "`cpu` actors (its CPU fallback); the gates that need a %s end as "
+                "infra_error / no_gpu and are retried when such a node joins",
+                resource,
+                domain,
+                resource,
+            )
+            resource = "cpu"
+            env = {k: os.environ.get(k, v) for k, v in FALLBACK_ENV.items()}
+            extra["runtime_env"] = {"env_vars": env}
     if available <= 0:
-        raise NoNodeForResource(domain, resource)
+        raise NoNodeForResource(domain, verifier.resource)
     n = min(settings.workers or available, available)
     actor_cls = ray.remote(VerifierWorker).options(
-        **cluster.actor_options(resource), max_restarts=2, max_task_retries=2
+        **cluster.actor_options(resource), **extra, max_restarts=2, max_task_retries=2
     )
     actors = [actor_cls.remote(domain, limits.to_dict()) for _ in range(n)]
     # Each actor appears twice, so a second batch already waits in its queue while the

@@ -175,6 +175,12 @@ class Verifier:
     def check_format(self, task: Task, code: str) -> None:
         """Raise GateFail(FORMAT_ERROR, ...) when there is no usable code."""
 
+    def version_for(self, limits: Limits | None) -> str:
+        """The verifier_version a verdict under `limits` carries (and that pending work is
+        selected by). A domain whose partial runs must not stand for a full one (the GPU
+        verifiers' CPU gates) names the gates in it."""
+        return self.version
+
     # --- written once ---------------------------------------------------------------------
     def missing_tools(self) -> list[Tool]:
         return [t for t in self.tools if not t.present()]
@@ -312,7 +318,7 @@ class Verifier:
             task_id=task.task_id,
             domain=self.domain,
             verifier=self.name,
-            verifier_version=self.version,
+            verifier_version=self.version_for(limits),
             status=status,
             checks=tuple(checks),
             metrics=metrics,

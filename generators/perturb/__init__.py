@@ -15,6 +15,8 @@ from verifiers.registry import load_dotted
 
 _REGISTRY: dict[str, str] = {
     "rtl": "generators.perturb.rtl:RtlPerturbGenerator",
+    "cuda": "generators.perturb.kernels:CudaPerturbGenerator",
+    "triton": "generators.perturb.kernels:TritonPerturbGenerator",
 }
 
 

@@ -219,7 +219,8 @@ def test_anticheat_rule_trips(triton_v, relu_t, rule):
             "timing_games",
         ),
         (
-            "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return Model()(x)\n",
+            "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return Model()(x)\n",
             "reads_reference",
         ),
         (
@@ -228,12 +229,14 @@ def test_anticheat_rule_trips(triton_v, relu_t, rule):
             "reads_reference",
         ),
         (
-            "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.act = torch.nn.ReLU()\n    def forward(self, x):\n        return self.act(x)\n",
+            "class ModelNew(torch.nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.act = torch.nn.ReLU()\n"
+            "    def forward(self, x):\n        return self.act(x)\n",
             "torch_fallback",
         ),
         (
-            "class ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n",
+            "class ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n"
+            "        return a @ b\n",
             "torch_compute",
         ),
         ("torch.relu = lambda x: x\n", "timing_games"),
@@ -363,9 +366,9 @@ def test_check_launch_registers_and_limits():
     with pytest.raises(LaunchLimitError, match="registers"):
         check_launch("k", (1, 1, 1), (1024, 1, 1), 0, KernelResources(registers=128), lim)
     check_launch("k", (1, 1, 1), (512, 1, 1), 0, KernelResources(registers=128), lim)
-    with pytest.raises(LaunchLimitError, match="gridDim.z"):
+    with pytest.raises(LaunchLimitError, match=r"gridDim\.z"):
         check_launch("k", (1, 1, 65536), (32, 1, 1), 0, None, lim)
-    with pytest.raises(LaunchLimitError, match="blockDim.z"):
+    with pytest.raises(LaunchLimitError, match=r"blockDim\.z"):
         check_launch("k", (1, 1, 1), (1, 1, 65), 0, None, lim)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import glob
 import json
 import os
@@ -66,6 +67,7 @@ class WorkerSpec:
 
 
 SHM_MIN_BYTES = 8 * 2**30
+RUNNER_FSIZE_MB = 16384  # one output file may be this large
 START_TIMEOUT_S = 180.0  # importing torch and priming CUDA on a loaded node
 
 
@@ -193,9 +195,11 @@ class Worker:
                 env[var] = os.environ[var]
         argv = [sys.executable, "-m", "verifiers.kernels.runner", "--serve", "--result-fd", str(fd)]
         ro = [*py_paths, str(REPO_ROOT)]
+        # the runner writes each output (hundreds of MB at the timing shapes) as a file
+        runner_lim = dataclasses.replace(lim, fsize_mb=max(lim.fsize_mb, RUNNER_FSIZE_MB))
         cmd = confine(
             self.work,
-            lim,
+            runner_lim,
             env,
             ro=ro,
             rw=[str(self.spec.cache_dir)],
