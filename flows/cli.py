@@ -807,7 +807,6 @@ def import_verilogeval(
     from verifiers.rtl.importer import ImportProblems
     from verifiers.rtl.importer import import_verilogeval as do_import
 
-    con = render.console()
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
@@ -816,14 +815,21 @@ def import_verilogeval(
         imported, errors = do_import(src, dest / "rtl", split=split, source=source), []
     except ImportProblems as e:
         imported, errors = e.imported, e.errors
+    _report_import(
+        imported,
+        errors,
+        f"{len(imported)} imported into {dest / 'rtl'} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest}",
+    )
+
+
+def _report_import(imported: list[Path], errors: list[str], summary: str) -> None:
+    con = render.console()
     for path in imported:
         con.print(f"imported {path}")
     for err in errors:
         con.print(f"[bold red]skipped[/] {err}")
-    con.print(
-        f"{len(imported)} imported into {dest / 'rtl'} ({split}), {len(errors)} skipped; "
-        f"run them with: crucible run --tasks {dest}"
-    )
+    con.print(summary)
     if errors:
         raise typer.Exit(1)
 
@@ -852,7 +858,6 @@ def import_kernelbench(
     from verifiers.kernels.importer import ImportProblems
     from verifiers.kernels.importer import import_kernelbench as do_import
 
-    con = render.console()
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
@@ -864,13 +869,12 @@ def import_kernelbench(
         imported, errors = do_import(src, dest, domains=wanted, split=split, source=source), []
     except ImportProblems as e:
         imported, errors = e.imported, e.errors
-    for path in imported:
-        con.print(f"imported {path}")
-    for err in errors:
-        con.print(f"[bold red]skipped[/] {err}")
-    con.print(f"{len(imported)} task dirs written under {dest} ({split}), {len(errors)} skipped")
-    if errors:
-        raise typer.Exit(1)
+    _report_import(
+        imported,
+        errors,
+        f"{len(imported)} task dirs written under {dest} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest} --domain cuda --domain triton",
+    )
 
 
 @app.command()

@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 
 from lake import db
-from lake.schema import Run, artifact_row, to_arrow, verdict_row
+from lake.schema import Run, to_arrow, verdict_artifact_rows, verdict_row
 from lake.store import Lake
 from lake.writer import BatchWriter
 from verifiers.contract import Verdict, utc_now
@@ -196,19 +196,7 @@ def parse_verdict(raw: bytes | str) -> Verdict:
     try:  # the rows must fit the tables' schemas, or the whole batch's commit would fail
         to_arrow("verdicts", [verdict_row(verdict, "")])
         if verdict.artifacts:
-            to_arrow(
-                "artifacts",
-                [
-                    artifact_row(
-                        a,
-                        candidate_id=verdict.candidate_id,
-                        verdict_id=verdict.verdict_id,
-                        domain=verdict.domain,
-                        created_at=verdict.created_at,
-                    )
-                    for a in verdict.artifacts
-                ],
-            )
+            to_arrow("artifacts", verdict_artifact_rows(verdict))
     except Exception as e:
         raise ValueError(f"does not fit the verdicts table ({type(e).__name__}: {e})") from None
     return verdict

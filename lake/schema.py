@@ -498,3 +498,17 @@ def verdict_from_row(row: Mapping[str, Any]) -> Verdict:
 def to_arrow(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Rows to an Arrow table with exactly the declared schema (a wrong type raises here)."""
     return pa.Table.from_pylist(list(rows), schema=spec(table).schema)
+
+
+def verdict_artifact_rows(verdict: Verdict) -> list[dict[str, Any]]:
+    """The `artifacts` rows of a verdict's blobs."""
+    return [
+        artifact_row(
+            a,
+            candidate_id=verdict.candidate_id,
+            verdict_id=verdict.verdict_id,
+            domain=verdict.domain,
+            created_at=verdict.created_at,
+        )
+        for a in verdict.artifacts
+    ]

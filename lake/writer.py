@@ -29,13 +29,13 @@ from lake.schema import (
     TABLES,
     Run,
     Trajectory,
-    artifact_row,
     candidate_row,
     run_row,
     spec,
     task_row,
     to_arrow,
     trajectory_row,
+    verdict_artifact_rows,
     verdict_row,
 )
 from lake.store import Lake, first_line
@@ -150,19 +150,7 @@ class BatchWriter:
                 self.blobs.stored += 1
                 self.blobs.bytes_stored += len(artifact.data)
         if verdict.artifacts:
-            self.add(
-                "artifacts",
-                [
-                    artifact_row(
-                        a,
-                        candidate_id=verdict.candidate_id,
-                        verdict_id=verdict.verdict_id,
-                        domain=verdict.domain,
-                        created_at=verdict.created_at,
-                    )
-                    for a in verdict.artifacts
-                ],
-            )
+            self.add("artifacts", verdict_artifact_rows(verdict))
         self.add("verdicts", [verdict_row(verdict, self.run_id if run_id is None else run_id)])
 
     def add_trajectory(self, trajectory: Trajectory) -> None:

@@ -503,3 +503,69 @@ def test_worker_jsonl(tmp_path, relu_t):
     verdicts = [json.loads(x) for x in out.read_text().splitlines()]
     assert [v["status"] for v in verdicts] == ["pass", "wrong_answer"]
     assert [v["candidate_id"] for v in verdicts] == [good.candidate_id, bad.candidate_id]
+
+
+# --- the KernelBench importer -----------------------------------------------------------
+KB_RELU = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Simple model that performs a ReLU activation."""
+
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 16
+dim = 300
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_import_kernelbench(tmp_path, triton_v):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from verifiers.kernels.importer import ImportProblems, import_kernelbench
+
+    src = tmp_path / "KernelBench"
+    (src / "level1").mkdir(parents=True)
+    (src / "level2").mkdir()
+    (src / "level1" / "19_ReLU.py").write_text(KB_RELU)
+    (src / "level2" / "7_Broken.py").write_text("import torch\nx = 1\n")
+    with pytest.raises(ImportProblems) as e:
+        import_kernelbench(src, tmp_path / "out")
+    assert len(e.value.errors) == 1 and "7_Broken.py" in e.value.errors[0]
+    assert "get_inputs" in e.value.errors[0] or "Model" in e.value.errors[0]
+    written = sorted(p.relative_to(tmp_path / "out").as_posix() for p in e.value.imported)
+    assert written == ["cuda/kb_l1_19_relu", "triton/kb_l1_19_relu"]
+    t = load_task(tmp_path / "out" / "triton" / "kb_l1_19_relu")
+    assert (t.level, t.split, t.source, t.reference) == (1, "holdout", "kernelbench", None)
+    assert (t.harness["problem"], t.harness["atol"]) == (KB_RELU, 1e-2)
+    assert "ReLU" in t.requirement
+    # importing is deterministic, and an imported task verifies candidates like any other
+    again = CliRunner().invoke(
+        app, ["import-kernelbench", str(src), "--dest", str(tmp_path / "again")]
+    )
+    assert again.exit_code == 1 and "skipped" in again.output
+    for rel in written:
+        for f in ("task.toml", "problem.py"):
+            assert (tmp_path / "again" / rel / f).read_bytes() == (
+                tmp_path / "out" / rel / f
+            ).read_bytes()
+    v = check(triton_v, t, TRITON_RELU)
+    assert v.status is Status.PASS, v.feedback
+    bad = check(triton_v, t, TRITON_RELU.replace("tl.maximum(x, 0.0)", "x"))
+    assert bad.status is Status.WRONG_ANSWER
