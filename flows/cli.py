@@ -106,6 +106,9 @@ def _quiet_env(verbose: bool) -> None:
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_LOGGING_EXTRA_LOGGERS": "flows,lake,ray_actors,generators",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO" if verbose else "WARNING",
+        # the ephemeral API server's 20 s default is too short on a busy 2-core machine
+        # (seen: "Timed out while attempting to connect to ephemeral Prefect API server")
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     }
     for k, v in env.items():
         os.environ.setdefault(k, v)
