@@ -115,7 +115,10 @@ def confine(
         cmd.append("--unshare-cgroup-try")
     else:
         cmd = ["bwrap", "--unshare-all"]
-    cmd += ["--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
+    # no --new-session: the runner must stay in the process group the pool kills on a
+    # timeout (a setsid'd runner outlived its kill and spun on, seen in the tests); its
+    # stdin is a pipe, never a terminal, so there is no TIOCSTI to guard against
+    cmd += ["--die-with-parent", "--clearenv", "--as-pid-1"]
     for src in _RO_SYSTEM:
         if os.path.exists(src):
             cmd += ["--ro-bind", src, src]
