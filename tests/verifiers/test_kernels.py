@@ -31,7 +31,6 @@ from verifiers.kernels.verifier import CudaVerifier, TritonVerifier, judge_speed
 ROOT = Path(__file__).resolve().parents[2]
 CPU_GATES = ("parse", "anticheat", "compile", "launch", "correct")
 
-pytestmark = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
 
 TRITON_RELU = """
 import torch
@@ -99,6 +98,8 @@ def triton_v():
 
 @pytest.fixture(scope="module")
 def cuda_v():
+    if find_nvcc() is None:  # the Triton tests still run
+        pytest.skip("nvcc is not installed")
     v = CudaVerifier(device="cpu", workers=2)
     yield v
     v.close()

@@ -34,7 +34,6 @@ def compare(got: list, want: list, atol: float, rtol: float) -> Comparison:
             msg = f"{name} has dtype {g.dtype}; expected {w.dtype}"
             return Comparison(False, "shape_mismatch", msg, msg)
         g64, w64 = g.to(w.device).double(), w.double()
-        nan = torch.isnan(g64) & ~torch.isnan(w64) if w.is_floating_point() else None
         if g.is_floating_point() and torch.isnan(g64).any():
             idx = _unravel(int(torch.isnan(g64).flatten().nonzero()[0]), g.shape)
             count = int(torch.isnan(g64).sum())
@@ -48,7 +47,6 @@ def compare(got: list, want: list, atol: float, rtol: float) -> Comparison:
                 "poisoned before each run) or invalid math",
                 float("nan"),
             )
-        del nan
         diff = (g64 - w64).abs()
         both_inf = torch.isinf(g64) & torch.isinf(w64) & (torch.sign(g64) == torch.sign(w64))
         diff = torch.where(both_inf, torch.zeros_like(diff), diff)

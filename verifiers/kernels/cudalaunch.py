@@ -134,15 +134,15 @@ class Launcher:
             hit = self._checked.get(key) if key is not None else None
         except TypeError:  # an unhashable grid (a list) is checked every time
             key, hit = None, None
-        if hit is None:
-            hit = self._check(grid, block, shared_mem, extra)
-            if key is not None:
-                self._checked[key] = hit
-        g, b, shared = hit
-        if self._record is not None and len(self._record) < 64:
+        g, b, shared = hit or self._dims(grid, block, shared_mem, extra)
+        if self._record is not None and len(self._record) < 64:  # a refused launch too
             self._record.append(
                 {"kernel": self.name, "grid": list(g), "block": list(b), "shared_mem": shared}
             )
+        if hit is None:
+            check_launch(self.name, g, b, shared, self.resources, self.limits)
+            if key is not None:
+                self._checked[key] = (g, b, shared)
         values = self._pack(args)
         if self._function is None:
             return None
@@ -152,7 +152,7 @@ class Launcher:
         self._function(g, b, values, shared_mem=shared, stream=self._stream_of())
         return None
 
-    def _check(self, grid, block, shared_mem, extra) -> tuple:
+    def _dims(self, grid, block, shared_mem, extra) -> tuple:
         if extra:
             raise KernelArgError(
                 f"{self.name}: unknown launch option(s) {sorted(extra)}; use "
@@ -160,16 +160,7 @@ class Launcher:
             )
         if grid is None or block is None:
             raise KernelArgError(f"{self.name}: a launch needs grid= and block=")
-        g, b = dims3(grid, "grid"), dims3(block, "block")
-        shared = int(shared_mem)
-        if self._record is not None and len(self._record) < 64:  # the refused launch too
-            self._record.append(
-                {"kernel": self.name, "grid": list(g), "block": list(b), "shared_mem": shared}
-            )
-        check_launch(self.name, g, b, shared, self.resources, self.limits)
-        if self._record is not None:
-            self._record.pop()
-        return g, b, shared
+        return dims3(grid, "grid"), dims3(block, "block"), int(shared_mem)
 
     def _pack(self, args) -> tuple:
         if len(args) != len(self._packers):

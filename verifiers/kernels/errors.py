@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from verifiers.base import GateFail
 from verifiers.contract import Status
 
 # (pattern over nvcc's output, code); the first match wins
@@ -87,6 +88,17 @@ def first_errors(log: str, limit: int = 6) -> str:
     for i in errs[:limit]:
         keep.extend(lines[i : i + 3])  # the error, the source line, the caret
     return "\n".join(keep or lines[:20])
+
+
+def nvcc_failure(log: str) -> GateFail:
+    """The compile gate's failure for a failed nvcc run: its first error, coded."""
+    errors = first_errors(log)
+    return GateFail(
+        Status.COMPILE_ERROR,
+        nvcc_code(log),
+        "nvcc: " + (errors.splitlines() or ["failed"])[0][:240],
+        feedback=errors,
+    )
 
 
 def classify_python(step: str, error: dict) -> tuple[Status, str]:

@@ -10,6 +10,7 @@ way). Writes are atomic (temp dir, then rename). Stdlib only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -58,21 +59,13 @@ class CompileResult:
     timed_out: bool = False
 
 
-def _nvcc_version(nvcc: str) -> str:
+@functools.cache
+def nvcc_version(nvcc: str) -> str:
     try:
         out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
-
-
-_VERSIONS: dict[str, str] = {}
-
-
-def nvcc_version(nvcc: str) -> str:
-    if nvcc not in _VERSIONS:
-        _VERSIONS[nvcc] = _nvcc_version(nvcc)
-    return _VERSIONS[nvcc]
 
 
 def compile_cubin(

@@ -42,7 +42,7 @@ from verifiers.sandbox import (
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_CAP = 64 * 1024
 GUEST_WORK = "/kwork"  # the worker's private dir inside the sandbox (/work may be the repo)
-RECYCLE_AFTER = 200  # candidates; a fresh process bounds any slow leak
+RECYCLE_AFTER_JOBS = 800  # about 200 candidates; a fresh process bounds any slow leak
 
 
 class WorkerDied(RuntimeError):
@@ -62,7 +62,6 @@ class WorkerSpec:
     device: str  # "cuda" or "cpu"
     limits: Limits
     cache_dir: Path
-    env: dict[str, str]
     aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
 
 
@@ -186,7 +185,6 @@ class Worker:
             # CPU workers run Triton's interpreter; an `aot` worker compiles for sm_90
             "TRITON_INTERPRET": "1" if self.spec.device == "cpu" and not self.spec.aot else "0",
             "OMP_NUM_THREADS": "1",
-            **self.spec.env,
         }
         for var in (
             "CUDA_VISIBLE_DEVICES",
@@ -271,12 +269,8 @@ class Worker:
 
     def fresh_outdir(self) -> Path:
         out = self.work / "out"
-        if out.exists():
-            shutil.rmtree(out, ignore_errors=True)
-        out.mkdir()
-        if not self.spec.limits.unconfined and os.geteuid() == 0:
-            os.chown(out, sandbox_uid(), sandbox_uid())
-        return out
+        shutil.rmtree(out, ignore_errors=True)
+        return self._sandbox.prepare_workdir(out)  # owned by the uid the runner has
 
     def guest_path(self, host: Path) -> str:
         """A host path under the work dir as the worker sees it."""
@@ -415,7 +409,7 @@ class WorkerPool:
     def release(self, w: Worker, dirty: bool) -> None:
         """Back to the pool; a dirty worker restarts in the background first (a restart
         imports torch again: the next candidate takes another worker meanwhile)."""
-        if not (dirty or w.jobs_done >= RECYCLE_AFTER * 4):
+        if not (dirty or w.jobs_done >= RECYCLE_AFTER_JOBS):
             self._free.put(w)
             return
 

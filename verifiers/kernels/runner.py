@@ -6,18 +6,18 @@ compares them with the output files this process writes, so nothing the candidat
 patches or fakes in this process can make a wrong kernel pass. Timing is measured here
 (the candidate's kernels run here) under the static anti-cheat rules.
 
-Two ways to run:
-- `--job JOB.json --result RESULT.json`: one job, then exit (CPU mode: inside the sandbox,
-  Triton's interpreter, no GPU).
-- `--serve`: a warm GPU worker; jobs as JSON lines on stdin, results as JSON lines on the
-  file descriptor `--result-fd` (not stdout, which the candidate can print to).
+It runs warm (`--serve`, started by `verifiers.kernels.pool`): it primes torch, CUDA and
+Triton once, then takes jobs as JSON lines on stdin and answers on the file descriptor
+`--result-fd` (not stdout, which the candidate can print to). On a CPU node it runs
+Triton's interpreter, or (an `aot` worker) compiles Triton for sm_90.
 
 Job steps: `load` (problem + candidate, models built, Model's weights loaded into ModelNew),
 `launch` (dry run of forward at the timing shapes on meta tensors: every kernel launch is
 recorded and checked against the device's limits without running), `aot` (Triton: compile
-every recorded launch for sm_90), `warm` (GPU: one forward at each shape: Triton's JIT
-compile), `outputs` (forward on each trial's fresh inputs, allocations poisoned with NaN,
-outputs saved for the parent), `time` (CUDA events, L2 flushed between runs).
+every recorded launch for sm_90), `warm_small` / `warm_full` (GPU: one forward at that
+shape: Triton's JIT compile), `outputs` (forward on each trial's fresh inputs, allocations
+poisoned with NaN, outputs saved for the parent), `time` (CUDA events, L2 flushed between
+runs).
 Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckDB.
 """
 
@@ -220,7 +220,6 @@ class TritonHook:
         self.limits = limits
         self.dry = False
         self.records: list[dict] = []
-        self._saved: list[tuple[type, Any]] = []
 
     def install(self) -> None:
         import inspect
@@ -266,7 +265,6 @@ class TritonHook:
                     return None
                 return _orig(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-            self._saved.append((cls, orig))
             cls.run = run
 
 
@@ -307,6 +305,7 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
 
     # a process whose triton was imported without the interpreter (the two do not mix)
     mod = load_module("crucible_candidate_aot", code, "candidate.py")
+    limits = DeviceLimits()
     done, out = set(), []
     for rec in records:
         jit = getattr(mod, rec["kernel"], None)
@@ -341,19 +340,20 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
             options=dict(rec["options"]),
         )
         meta = compiled.metadata
+        shared = int(getattr(meta, "shared", 0) or 0)
         out.append(
             {
                 "kernel": rec["kernel"],
                 "seconds": round(time.perf_counter() - t0, 4),
-                "shared": int(getattr(meta, "shared", 0) or 0),
+                "shared": shared,
                 "num_warps": int(getattr(meta, "num_warps", 4) or 4),
                 "cubin_bytes": len(compiled.asm.get("cubin", b"")),
             }
         )
-        if getattr(meta, "shared", 0) and int(meta.shared) > DeviceLimits().shared_per_block_optin:
+        if shared > limits.shared_per_block_optin:
             raise LaunchLimitError(
-                f"{rec['kernel']}: needs {meta.shared} B of shared memory; the device has "
-                f"{DeviceLimits().shared_per_block_optin} B per block (sm_90)"
+                f"{rec['kernel']}: needs {shared} B of shared memory; the device has "
+                f"{limits.shared_per_block_optin} B per block (sm_90)"
             )
     return out
 
@@ -414,9 +414,9 @@ class Runner:
                 t0 = time.perf_counter()
                 getattr(self, f"step_{step}")(job, result)
                 result["seconds"][step] = round(time.perf_counter() - t0, 4)
-        except BaseException as e:  # everything the candidate does is data
-            if isinstance(e, (KeyboardInterrupt, SystemExit)) and not isinstance(e, SystemExit):
-                raise
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # everything the candidate does is data (SystemExit too)
             result["ok"] = False
             result["step"] = step
             result["error"] = describe(e)
@@ -447,7 +447,6 @@ class Runner:
             }
             self.state["cuda_resources"] = resources
             cm = CudaModule(job["cuda_src"], resources, limits, job.get("cubin"), records)
-            self.state["cuda_module"] = cm
             extra["cuda_kernel"] = cm.kernel
         self.state.update(problem=problem, small=small, records=records, device=device)
         cand = load_module("crucible_candidate", job["code"], "candidate.py", extra)
@@ -516,13 +515,12 @@ class Runner:
         finally:
             if self.hook is not None:
                 self.hook.dry = False
-        self.state["dry_records"] = list(records)
         records.clear()
 
     def step_aot(self, job: dict, result: dict) -> None:
-        """Triton ahead of time for sm_90 (CPU mode; runs in a non-interpreter worker)."""
-        records = job.get("records") or self.state.get("dry_records") or []
-        result["aot"] = aot_compile(job["code"], records, job.get("arch_num", 90))
+        """Triton ahead of time for sm_90 (CPU mode; runs in a non-interpreter worker, with
+        the launches the dry run recorded)."""
+        result["aot"] = aot_compile(job["code"], job.get("records") or [])
 
     def _warm(self, small: bool) -> None:
         model, device = self._model(small), self.state["device"]
@@ -604,10 +602,7 @@ def serve(result_fd: int) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        job = json.loads(line)
-        if job.get("steps") == ["exit"]:
-            break
-        res = runner.run(job)
+        res = runner.run(json.loads(line))
         out.write(json.dumps(res) + "\n")
         out.flush()
     return 0
@@ -615,19 +610,12 @@ def serve(result_fd: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verifiers.kernels.runner")
-    parser.add_argument("--job", help="one job as a JSON file (CPU mode)")
-    parser.add_argument("--result", help="where to write the job's result JSON")
     parser.add_argument("--serve", action="store_true", help="warm worker: jobs on stdin")
-    parser.add_argument("--result-fd", type=int, default=None)
+    parser.add_argument("--result-fd", type=int, required=True, help="where results go")
     args = parser.parse_args(argv)
-    if args.serve:
-        return serve(args.result_fd if args.result_fd is not None else 1)
-    job = json.loads(Path(args.job).read_text())
-    res = Runner().run(job)
-    tmp = Path(args.result + ".tmp")
-    tmp.write_text(json.dumps(res))
-    tmp.replace(args.result)
-    return 0
+    if not args.serve:
+        parser.error("the runner only serves (started by verifiers.kernels.pool)")
+    return serve(args.result_fd)
 
 
 if __name__ == "__main__":

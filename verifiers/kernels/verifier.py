@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import dataclasses
+import functools
 import os
 import threading
 import time
@@ -27,8 +29,10 @@ from typing import Any, ClassVar
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.contract import Limits, Status, Task, Verdict
 from verifiers.kernels import anticheat
-from verifiers.kernels.errors import classify_python, feedback_from, first_errors, nvcc_code
+from verifiers.kernels.errors import classify_python, feedback_from, nvcc_failure
+from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
+from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
 from verifiers.kernels.pool import (
     JobTimeout,
@@ -38,7 +42,6 @@ from verifiers.kernels.pool import (
     WorkerStartError,
 )
 
-EXTENSION_BUILD_S = 600.0  # load_inline of the torch headers: about a minute on the H200
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 IMPLAUSIBLE_SPEEDUP = 50.0
 GPU_ONLY_GATES = ("correct", "timing")
@@ -83,8 +86,8 @@ def _device_kind() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def cuda_path(code: str) -> str | None:
-    """`device` (module-level CUDA_SRC literal), `extension` (load_inline), or None."""
+def cuda_src(code: str) -> str | None:
+    """The module-level `CUDA_SRC` string literal of a candidate, if it has one."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -94,17 +97,15 @@ def cuda_path(code: str) -> str | None:
             isinstance(t, ast.Name) and t.id == "CUDA_SRC" for t in node.targets
         )
         if named and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return "device"
+            return node.value.value
+    return None
+
+
+def cuda_path(code: str) -> str | None:
+    """`device` (module-level CUDA_SRC literal), `extension` (load_inline), or None."""
+    if cuda_src(code) is not None:
+        return "device"
     return "extension" if "load_inline" in code else None
-
-
-def cuda_src(code: str) -> str:
-    for node in ast.parse(code).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "CUDA_SRC" for t in node.targets
-        ):
-            return node.value.value  # type: ignore[attr-defined]
-    raise KeyError("CUDA_SRC")
 
 
 class KernelVerifier(Verifier):
@@ -191,7 +192,7 @@ class KernelVerifier(Verifier):
                 if not n:
                     cores = os.cpu_count() or 2
                     n = min(8, cores) if self.device == "cuda" else min(2, cores)
-                spec = WorkerSpec(self.device, limits, self.cache_dir, {}, aot=aot)
+                spec = WorkerSpec(self.device, limits, self.cache_dir, aot=aot)
                 pool = WorkerPool(spec, n)
                 self._pools[(limits.unconfined, aot)] = pool
             return pool
@@ -201,7 +202,8 @@ class KernelVerifier(Verifier):
             pool.close()
         self._pools.clear()
 
-    def device_limits(self) -> DeviceLimits:
+    @functools.cached_property
+    def _device_limits(self) -> DeviceLimits:
         if self.device != "cuda":
             return DeviceLimits()
         try:
@@ -219,6 +221,10 @@ class KernelVerifier(Verifier):
             )
         except Exception:
             return DeviceLimits()
+
+    def device_limits(self) -> DeviceLimits:
+        """The launch limits of this node's GPU (read once), or sm_90's without one."""
+        return self._device_limits
 
     # --- many at once -------------------------------------------------------------------
     def verify_many(
@@ -330,25 +336,18 @@ class KernelVerifier(Verifier):
         if res is None:
             return "not checked: " + ctx.state.get("launch_note", "no dry run for this path")
         launch = res.get("launch")
-        if launch and launch.get("violation"):
-            v = launch["violation"]
-            raise GateFail(
-                Status.RUNTIME_ERROR,
-                "empty_launch"
-                if "EmptyLaunchError" in v.get("types", [""])[0]
-                else ("launch_exceeds_limit"),
-                v["message"][:300],
-                feedback=f"{v['message']}\nDevice limits: {self.device_limits().to_dict()}",
-                metrics={"launches": launch.get("launches", [])[:8]},
-            )
-        if launch and launch.get("arg_error"):
-            err = launch["arg_error"]
-            raise GateFail(
-                Status.RUNTIME_ERROR,
-                "launch_arg_mismatch",
-                err["message"][:300],
-                feedback=feedback_from(err),
-            )
+        for refusal in ("violation", "arg_error"):  # a refused launch, or its arguments
+            if launch and launch.get(refusal):
+                err = launch[refusal]
+                status, code = classify_python("launch", err)
+                limits = f"\nDevice limits: {self.device_limits().to_dict()}"
+                raise GateFail(
+                    status,
+                    code,
+                    err["message"][:300],
+                    feedback=feedback_from(err) + (limits if refusal == "violation" else ""),
+                    metrics={"launches": launch.get("launches", [])[:8]},
+                )
         if not res["ok"] and res["step"] == "launch":
             self._fail_from(ctx, res)
         run_error = ctx.state.get("run_error")
@@ -430,9 +429,10 @@ class KernelVerifier(Verifier):
     def _need_gpu(self, ctx: Context, gate: str) -> None:
         if self.device == "cuda":
             return
-        if self.device == "cpu" and self.domain == "triton" and gate == "correct":
-            return  # Triton's interpreter is a faithful CPU path for correctness
+        # Triton's interpreter is a faithful CPU path for correctness
         cpu_ok = {"correct"} if self.domain == "triton" and self.device == "cpu" else set()
+        if gate in cpu_ok:
+            return
         wanted = [g for g in GPU_ONLY_GATES if g in self._wanted(ctx.limits) and g not in cpu_ok]
         raise GateFail(
             Status.INFRA_ERROR,
@@ -462,8 +462,6 @@ class KernelVerifier(Verifier):
                 raise GateFail(
                     Status.INFRA_ERROR, "harness_error", f"no runner process: {e}"[:300]
                 ) from None
-        out = worker.fresh_outdir()
-        ctx.state["out_dir"] = out
         h = ctx.task.harness
         job = {
             "steps": steps,
@@ -475,11 +473,12 @@ class KernelVerifier(Verifier):
             "entry": ctx.task.interface.get("entry", "ModelNew"),
             "init_seed": 42,
             "device_limits": self.device_limits().to_dict(),
-            "out_dir": worker.guest_path(out),
-            "trials": [],
             **ctx.state.get("job_extra", {}),
             **extra,
         }
+        if "outputs" in steps:  # the one job that writes files: a fresh dir for them
+            out = ctx.state["out_dir"] = worker.fresh_outdir()
+            job["out_dir"] = worker.guest_path(out)
         t0 = time.perf_counter()
         try:
             res = worker.run(job, timeout_s)
@@ -672,19 +671,14 @@ class CudaVerifier(KernelVerifier):
             "nvcc",
             "nvcc",
             ("nvcc", "--version"),
-            "install the CUDA toolkit (nvcc 12.x/13.x) and put it on PATH or set CUDA_HOME",
+            NVCC_INSTALL_HINT,
         ),
     )
 
     def missing_tools(self) -> list[Tool]:
-        missing = [t for t in Verifier.missing_tools(self) if t.name != "nvcc"]
-        if find_nvcc() is None:
-            missing.append(self.tools[0])
-        if self.device == "none":
-            missing.append(
-                Tool("torch", "python3", ("python3", "--version"), "pip install -e '.[gpu]'")
-            )
-        return missing
+        # nvcc is often off PATH (/usr/local/cuda/bin): find_nvcc looks there too
+        missing = [t for t in super().missing_tools() if t.name != "nvcc"]
+        return missing + ([self.tools[0]] if find_nvcc() is None else [])
 
     def _extra_toolchain(self) -> dict[str, str]:
         from verifiers.kernels.nvcc import nvcc_version
@@ -717,12 +711,7 @@ class CudaVerifier(KernelVerifier):
             if res.timed_out:
                 raise GateFail(Status.TIMEOUT, "tool_timeout", res.log)
             if not res.ok:
-                raise GateFail(
-                    Status.COMPILE_ERROR,
-                    nvcc_code(res.log),
-                    "nvcc: " + (first_errors(res.log).splitlines() or ["failed"])[0][:240],
-                    feedback=first_errors(res.log),
-                )
+                raise nvcc_failure(res.log)
             ctx.metrics["ptxas"] = {
                 k: {"registers": r.registers, "smem": r.static_shared, "spills": r.spill_stores}
                 for k, r in res.resources.items()
@@ -730,16 +719,7 @@ class CudaVerifier(KernelVerifier):
             ctx.state["job_extra"] = {
                 "cuda_src": src,
                 "cubin": str(res.cubin) if self.device == "cuda" else None,
-                "kernel_resources": {
-                    k: {
-                        "registers": r.registers,
-                        "static_shared": r.static_shared,
-                        "stack": r.stack,
-                        "spill_stores": r.spill_stores,
-                        "spill_loads": r.spill_loads,
-                    }
-                    for k, r in res.resources.items()
-                },
+                "kernel_resources": {k: dataclasses.asdict(r) for k, r in res.resources.items()},
             }
             kernels = ", ".join(
                 f"{k} {r.registers} regs {r.static_shared} B smem" for k, r in res.resources.items()
