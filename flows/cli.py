@@ -656,9 +656,8 @@ def pending(
     With --gates, pending means "no verdict from those gates"; such a verdict carries its
     own version (e.g. `1+gates:parse,...`), so the candidate stays pending for the full
     verification on a GPU node."""
-    from flows.stages import load_tasks
+    from flows.stages import load_tasks, pending_candidates
     from lake import db
-    from lake.schema import candidate_from_row
     from lake.store import Lake, LakeError
     from verifiers.registry import VerifierUnavailable, get_verifier
 
@@ -683,16 +682,9 @@ def pending(
                 for e in errors:
                     typer.echo(f"refused task {e}", err=True)
             ids = [i for i in ids if i in in_catalog]
-        rows = db.rows(
-            con,
-            "pending_verification",
-            domain=domain,
-            verifier=v.name,
-            verifier_version=v.version_for(limits),
-            task_ids=ids,
-        )
-        total = len(rows)
-        cands = [candidate_from_row(r) for r in rows[:limit]]
+        found = pending_candidates(con, domain, ids, limits or Limits())
+        total = len(found)
+        cands = found[:limit]
         specs = load_tasks(con, sorted({c.task_id for c in cands}))
     finally:
         con.close()

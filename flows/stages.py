@@ -294,6 +294,24 @@ def _by_shortfall(
 # --- verify -----------------------------------------------------------------------------
 
 
+def pending_candidates(
+    con: duckdb.DuckDBPyConnection, domain: str, ids: list[str], limits: Limits
+) -> list[Candidate]:
+    """Candidates of these tasks with no verdict from the domain's verifier version under
+    `limits` (`sql/pending_verification.sql`): the verify stage's work, and `crucible
+    pending`'s."""
+    v = get_verifier(domain)
+    rows = db.rows(
+        con,
+        "pending_verification",
+        domain=domain,
+        verifier=v.name,
+        verifier_version=v.version_for(limits),
+        task_ids=ids,
+    )
+    return [candidate_from_row(r) for r in rows]
+
+
 def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
     """Verify every candidate of the run's tasks that has no verdict from the current
     verifier version (`sql/pending_verification.sql`), on Ray actors."""
@@ -302,16 +320,7 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
     ids = task_ids(ctx)
     by_domain: dict[str, list[Candidate]] = {}
     for domain in domains or s.domains:
-        v = get_verifier(domain)
-        rows = db.rows(
-            ctx.con,
-            "pending_verification",
-            domain=domain,
-            verifier=v.name,
-            verifier_version=v.version_for(s.limits),
-            task_ids=ids,
-        )
-        by_domain[domain] = [candidate_from_row(r) for r in rows]
+        by_domain[domain] = pending_candidates(ctx.con, domain, ids, s.limits)
     total = sum(map(len, by_domain.values()))
     rep = reporter()
     rep.stage("verify", total)

@@ -445,7 +445,7 @@ class KernelVerifier(Verifier):
         )
 
     def _build_timeout(self, ctx: Context) -> float:
-        if self.domain == "cuda" and cuda_path(ctx.code) == "extension":
+        if ctx.state.get("path") == "extension":
             return EXTENSION_BUILD_S
         return max(ctx.limits.timeout_s * 3, 60.0)
 
@@ -687,7 +687,8 @@ class CudaVerifier(KernelVerifier):
         return {"nvcc": nvcc_version(nvcc)} if nvcc else {}
 
     def parse_domain(self, ctx: Context) -> str:
-        path = cuda_path(ctx.code)
+        src = ctx.state["cuda_src"] = cuda_src(ctx.code)
+        path = "device" if src is not None else cuda_path(ctx.code)
         if path is None:
             raise GateFail(
                 Status.FORMAT_ERROR,
@@ -703,7 +704,7 @@ class CudaVerifier(KernelVerifier):
 
     def compile_domain(self, ctx: Context) -> str:
         if ctx.state["path"] == "device":
-            src = cuda_src(ctx.code)
+            src = ctx.state["cuda_src"]
             res = compile_cubin(src, ctx.sandbox, cache_dir=self.cache_dir)
             ctx.tool_seconds += res.seconds
             ctx.metrics["nvcc_seconds"] = round(res.seconds, 4)
