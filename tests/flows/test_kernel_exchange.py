@@ -77,7 +77,7 @@ def exchanged(tmp_path_factory):
         # One candidate at a time on one runner. A batch (verify_many) starts its runners
         # from WorkerPool.warm_up's short-lived threads, and bwrap --die-with-parent is
         # SIGKILLed when the thread that started it exits: the first candidate then fails
-        # as runtime_error "runner process exited (status -9)" (verifiers/kernels/pool.py).
+        # as runtime_error "runner process exited (status -9)" (verifiers/warm.py).
         [*worker, "--batch", "1", "--workers", "1"],
         cwd=ROOT,
         capture_output=True,

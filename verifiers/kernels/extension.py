@@ -18,8 +18,8 @@ from verifiers.base import Context, GateFail
 from verifiers.contract import Status
 from verifiers.kernels.errors import nvcc_failure
 from verifiers.kernels.nvcc import find_nvcc
-from verifiers.kernels.pool import GUEST_WORK, confine
 from verifiers.sandbox import SANDBOX_PATH, _run_capped
+from verifiers.warm import GUEST_WORK, confine
 
 PREAMBLE = "#include <torch/extension.h>\n"
 EXTENSION_BUILD_S = 600.0  # the torch headers: about a minute (H200 load_inline, nvcc here)

@@ -34,13 +34,8 @@ from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
-from verifiers.kernels.pool import (
-    JobTimeout,
-    WorkerDied,
-    WorkerPool,
-    WorkerSpec,
-    WorkerStartError,
-)
+from verifiers.kernels.pool import KernelPool, WorkerSpec
+from verifiers.warm import JobTimeout, WorkerDied, WorkerStartError
 
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 IMPLAUSIBLE_SPEEDUP = 50.0
@@ -136,7 +131,7 @@ class KernelVerifier(Verifier):
         self._device = device
         self._workers = workers
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-        self._pools: dict[tuple[bool, bool], WorkerPool] = {}
+        self._pools: dict[tuple[bool, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
@@ -184,7 +179,7 @@ class KernelVerifier(Verifier):
     def _extra_toolchain(self) -> dict[str, str]:
         return {}
 
-    def pool(self, limits: Limits, aot: bool = False) -> WorkerPool:
+    def pool(self, limits: Limits, aot: bool = False) -> KernelPool:
         with self._pool_lock:
             pool = self._pools.get((limits.unconfined, aot))
             if pool is None:
@@ -193,7 +188,7 @@ class KernelVerifier(Verifier):
                     cores = os.cpu_count() or 2
                     n = min(8, cores) if self.device == "cuda" else min(2, cores)
                 spec = WorkerSpec(self.device, limits, self.cache_dir, aot=aot)
-                pool = WorkerPool(spec, n)
+                pool = KernelPool(spec, n)
                 self._pools[(limits.unconfined, aot)] = pool
             return pool
 
