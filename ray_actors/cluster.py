@@ -9,6 +9,7 @@ pending forever in Ray, so callers check `slots` first and report the work as
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import shutil
@@ -23,7 +24,10 @@ log = logging.getLogger(__name__)
 RESOURCE_TOOLS: dict[str, tuple[str, ...]] = {
     "eda": ("iverilog", "vvp", "verilator_bin", "yosys", "yosys-abc", "bwrap"),
     "emulator": ("qemu-system-arm", "arm-none-eabi-gcc", "bwrap"),
+    "cad": ("bwrap",),
 }
+# resource -> Python packages it needs besides (importable in this interpreter)
+RESOURCE_MODULES: dict[str, tuple[str, ...]] = {"cad": ("cadquery",)}
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,10 @@ def local_resources(num_cpus: int) -> dict[str, float]:
     """Custom resources for this machine: one slot per core for each toolchain present."""
     res = {}
     for name, tools in RESOURCE_TOOLS.items():
-        if all(shutil.which(t) for t in tools):
+        modules = RESOURCE_MODULES.get(name, ())
+        if all(shutil.which(t) for t in tools) and all(
+            importlib.util.find_spec(m) is not None for m in modules
+        ):
             res[name] = float(num_cpus)
     return res
 

@@ -63,6 +63,8 @@ class PoolSettings:
 # The CPU fallback's actors: one warm runner process each (the kernel verifier's default
 # is two per actor on CPU; the actors already take one core each).
 FALLBACK_ENV = {"CRUCIBLE_KERNEL_WORKERS": "1"}
+# A `cad` actor takes one slot (a core): one warm CAD worker each, not one per core.
+RESOURCE_ENV = {"cad": {"CRUCIBLE_CAD_WORKERS": "1"}}
 
 
 def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[ActorPool, int]:
@@ -86,6 +88,9 @@ def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[Acto
             extra["runtime_env"] = {"env_vars": env}
     if available <= 0:
         raise NoNodeForResource(domain, verifier.resource)
+    if resource in RESOURCE_ENV:
+        env = {k: os.environ.get(k, v) for k, v in RESOURCE_ENV[resource].items()}
+        extra["runtime_env"] = {"env_vars": env}
     n = min(settings.workers or available, available)
     actor_cls = ray.remote(VerifierWorker).options(
         **cluster.actor_options(resource), **extra, max_restarts=2, max_task_retries=2

@@ -88,10 +88,17 @@ def _kernel_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
     return load_kernel_spec(toml_path, spec)
 
 
+def _cad_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
+    from verifiers.cad.spec import load_cad_spec
+
+    return load_cad_spec(toml_path, spec)
+
+
 DOMAIN_HOOKS: dict[str, Callable[[Path, dict], tuple[dict, dict, str | None]]] = {
     "rtl": _rtl_hook,
     "cuda": _kernel_hook,
     "triton": _kernel_hook,
+    "cad": _cad_hook,
 }
 
 

@@ -18,6 +18,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "rtl": ("verifiers.rtl.verifier:RtlVerifier", "bash infra/install-toolchains.sh rtl"),
     "cuda": ("verifiers.kernels.verifier:CudaVerifier", "pip install -e '.[gpu]' and nvcc"),
     "triton": ("verifiers.kernels.verifier:TritonVerifier", "pip install -e '.[gpu]'"),
+    "cad": ("verifiers.cad.verifier:CadVerifier", "pip install -e '.[cad]'"),
 }
 _INSTANCES: dict[str, Verifier] = {}
 

@@ -33,6 +33,11 @@ CODES: dict[str, tuple[str, str]] = {
     "undefined_identifier": (API, "a CUDA / Triton / Python name that is defined nowhere"),
     "wrong_api": (API, "a library call the API does not offer or takes other arguments"),
     "launch_arg_mismatch": (API, "a kernel launched with arguments unlike its parameters"),
+    "bad_selector": (API, "a CadQuery selector string that does not parse"),
+    "cad_operation_failed": (
+        API,
+        "a CadQuery / OCC operation refused this geometry (fillet, shell, boolean, loft)",
+    ),
     # functional: runs, but computes the wrong thing
     "sim_mismatch": (FUNCTIONAL, "outputs differ from the reference model in simulation"),
     "equivalence_counterexample": (FUNCTIONAL, "formal check found inputs where it differs"),
@@ -52,11 +57,24 @@ CODES: dict[str, tuple[str, str]] = {
     "reads_reference": (FUNCTIONAL, "reaches the reference or introspects the harness"),
     "timing_games": (FUNCTIONAL, "touches timing, streams or global state"),
     "forbidden_import": (FUNCTIONAL, "imports a module a kernel has no use for"),
+    "forbidden_call": (FUNCTIONAL, "file access, dynamic code or introspection in a CAD script"),
+    "script_exception": (FUNCTIONAL, "the script raised an exception of its own"),
+    "script_crash": (FUNCTIONAL, "the script's process died (a crash inside the CAD kernel)"),
+    "invalid_solid": (FUNCTIONAL, "not a valid closed solid with positive volume"),
+    "solid_count": (FUNCTIONAL, "a different number of separate solids than the part has"),
+    "geometry_mismatch": (FUNCTIONAL, "the shape's IoU with the reference is below the mark"),
+    "geometry_orientation": (
+        FUNCTIONAL,
+        "the right shape in the wrong orientation (axes swapped, 90° turns, Euler order)",
+    ),
+    "geometry_misplaced": (FUNCTIONAL, "the right shape in the wrong place"),
+    "surface_deviation": (FUNCTIONAL, "surfaces differ past the tolerance (a small feature)"),
     # format: no usable code
     "empty_code": (FORMAT, "the candidate is empty"),
     "not_text": (FORMAT, "the candidate is not UTF-8 text"),
     "code_too_large": (FORMAT, "the candidate exceeds the size limit"),
     "missing_entry_point": (FORMAT, "the required module / function is not defined"),
+    "no_result": (FORMAT, "the CAD script leaves no shape in `result` or show_object"),
     # performance
     "slow": (PERFORMANCE, "correct but below the task's speed bar"),
     "copies_input": (PERFORMANCE, "the output is a copy of the input"),

@@ -134,7 +134,10 @@ def main(domain: str, argv: Sequence[str] | None = None) -> int:
         "where bubblewrap cannot run and the node is disposable",
     )
     parser.add_argument(
-        "--workers", type=int, default=None, help="GPU verifiers: warm runner processes"
+        "--workers",
+        type=int,
+        default=None,
+        help="warm worker processes (GPU runners, CAD workers); default: one per core / GPU",
     )
     parser.add_argument(
         "--compile-baseline",
@@ -145,6 +148,7 @@ def main(domain: str, argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.workers:
         os.environ["CRUCIBLE_KERNEL_WORKERS"] = str(args.workers)
+        os.environ["CRUCIBLE_CAD_WORKERS"] = str(args.workers)
     if args.compile_baseline:
         os.environ["CRUCIBLE_TORCH_COMPILE_BASELINE"] = "1"
     override = {"unconfined": True} if args.unconfined else None

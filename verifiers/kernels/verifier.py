@@ -109,6 +109,7 @@ class KernelVerifier(Verifier):
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
     cpu_fallback = True
+    partial_versions = True
     gates = ("parse", "anticheat", "compile", "launch", "correct", "timing")
     always = ("parse", "anticheat")
     requires: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -233,14 +234,6 @@ class KernelVerifier(Verifier):
         n = pool.size
         with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
             return list(ex.map(lambda tc: self.verify(tc[0], tc[1], limits), items))
-
-    def version_for(self, limits: Limits | None) -> str:
-        """A verdict from some of the gates only (e.g. the CPU ones) is its own version, so
-        it never stands for a full GPU verdict: the candidate stays pending for that."""
-        wanted = self._wanted(limits or Limits())
-        if wanted >= set(self.gates):
-            return self.version
-        return f"{self.version}+gates:{','.join(g for g in self.gates if g in wanted)}"
 
     # --- gates ----------------------------------------------------------------------------
     def _run_gates(self, ctx: Context, checks: list) -> None:

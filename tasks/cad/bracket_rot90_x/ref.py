@@ -1,0 +1,26 @@
+import cadquery as cq
+
+# dimensions (mm)
+BASE_L = 50.0
+HEIGHT = 40.0
+WIDTH = 30.0
+THICK = 6.0
+HOLE_D = 8.0
+BASE_HOLE_X = 30.0
+UPRIGHT_HOLE_Z = 25.0
+ANGLE_X = 90.0
+
+result = (
+    cq.Workplane("XY")
+    .box(BASE_L, WIDTH, THICK, centered=(False, True, False))
+    .union(cq.Workplane("XY").box(THICK, WIDTH, HEIGHT, centered=(False, True, False)))
+    .faces(">Z")
+    .workplane()
+    .pushPoints([(BASE_HOLE_X, 0)])
+    .hole(HOLE_D)
+    .faces("<X")
+    .workplane(origin=(0, 0, 0))
+    .pushPoints([(0, UPRIGHT_HOLE_Z)])
+    .hole(HOLE_D)
+    .rotate((0, 0, 0), (1, 0, 0), ANGLE_X)
+)

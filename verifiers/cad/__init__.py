@@ -1,0 +1,1 @@
+"""CAD (CadQuery) verification by exact geometry: warm workers, OCC booleans, pictures."""
