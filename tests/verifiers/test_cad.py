@@ -115,10 +115,10 @@ def test_point_triangle_distance():
 def test_surface_distances_are_exact_for_a_known_offset():
     ref = geo.Surface.of(_box(10, 10, 10), 0.01, 2000)
     same = geo.Surface.of(_box(10, 10, 10), 0.01, 2000)
-    s = geo.surface_metrics(same, ref, 1000, 0.02)
+    s = geo.surface_metrics(same, ref, 1000, 0.02, 0.05)
     assert s["extra_max"] < 1e-6 and s["missing_max"] < 1e-6 and s["chamfer"] < 1e-6
     bigger = geo.Surface.of(_box(10, 10, 12), 0.01, 2000)  # 1 mm more at the top and bottom
-    s = geo.surface_metrics(bigger, ref, 1000, 0.02)
+    s = geo.surface_metrics(bigger, ref, 1000, 0.02, 0.05)
     assert abs(s["extra_max"] - 1.0) < 1e-6
 
 
@@ -391,3 +391,19 @@ def test_worker_jsonl_entry_point(tmp_path):
     assert proc.returncode == 0, proc.stderr
     verdict = json.loads(proc.stdout.splitlines()[0])
     assert verdict["status"] == "pass" and verdict["domain"] == "cad"
+
+
+def test_same_geometry_built_another_way_passes_by_measurement(cad):
+    """A rewrite whose B-rep differs from the reference's is measured (booleans and
+    distances), not recognised: IoU 1 and zero distances, from the computation."""
+    alt = PLATE.replace(
+        ".box(LENGTH, WIDTH, THICK)", ".rect(LENGTH, WIDTH).extrude(THICK / 2, both=True)"
+    )
+    v = cad.verify(make_task(), alt)
+    assert v.status is Status.PASS, v.feedback
+    assert "identical" not in v.metrics
+    assert v.metrics["iou"] == pytest.approx(1.0, abs=1e-7)
+    # below half the threshold the largest deviation is a bound: here under 0.5% of 100 mm
+    assert v.metrics["surface_max_rel"] < 0.005
+    same = cad.verify(make_task(), PLATE.replace("LENGTH = 80.0", "LENGTH = 80.0  # mm"))
+    assert same.status is Status.PASS and same.metrics.get("identical") is True

@@ -7,6 +7,7 @@ diagnosis, the seconds of each step, and the paths of the picture / STEP / STL i
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from verifiers.cad import geometry as geo
 # mesh deflection for the surface distances and the picture, a fraction of the diagonal
 DEFLECTION = 1e-3
 SAMPLES = 2000  # sample points per surface, for the KD-tree
-MEASURED = 1000  # of them, the points whose distances are measured
+MEASURED = 800  # of them, the points whose distances are measured (plus mesh vertices)
 
 
 class Frame:
@@ -44,6 +45,7 @@ class Reference:
     """The reference shape read once per worker; its frames are primed before forks."""
 
     def __init__(self, path: str):
+        self.digest = _digest(path)
         self.shape = geo.read_brep(path)
         self.raw = geo.props(self.shape)
         self.n_solids = len(geo.solids(self.shape))
@@ -57,6 +59,11 @@ class Reference:
     def prime(self, job: dict) -> None:
         f = self.frame(job["mode"])
         f.surface(DEFLECTION * f.props.diagonal)
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def judge(job: dict, brep: str, ref: Reference | None, art_dir: Path | None) -> dict:
@@ -96,7 +103,15 @@ def judge(job: dict, brep: str, ref: Reference | None, art_dir: Path | None) -> 
     if ref is not None:
         ref_f = ref.frame(mode)
         m["reference"] = ref.raw.summary()
-    if out["failed"] is None and ref is not None:
+    # the very B-rep of the reference (a rewrite, a re-run): equal by construction, so the
+    # booleans and distances are known without computing them
+    identical = ref is not None and out["failed"] is None and _digest(brep) == ref.digest
+    if identical:
+        cand = ref_f
+        m.update(volume_ratio=1.0, centroid_offset=[0.0, 0.0, 0.0], iou=1.0, chamfer=0.0,
+                 chamfer_rel=0.0, surface_max=0.0, surface_max_rel=0.0, identical=True)  # fmt: skip
+        step("iou")
+    if out["failed"] is None and ref is not None and not identical:
         cand = Frame(shape, mode)
         r = ref_f.props
         m["volume_ratio"] = round(cand.props.volume / r.volume, 6) if r.volume else None
@@ -113,8 +128,9 @@ def judge(job: dict, brep: str, ref: Reference | None, art_dir: Path | None) -> 
             step("orientation")
         if out["failed"] is None:
             d = DEFLECTION * r.diagonal
-            s = geo.surface_metrics(cand.surface(d), ref_f.surface(d), MEASURED, 2 * d)
             diag = r.diagonal
+            floor = 0.5 * job["surface_pass"] * diag  # decisions exact; maxima below: bounds
+            s = geo.surface_metrics(cand.surface(d), ref_f.surface(d), MEASURED, 2 * d, floor)
             m["chamfer"] = round(s["chamfer"], 6)
             m["chamfer_rel"] = round(s["chamfer"] / diag, 8)
             worst = max(s["extra_max"], s["missing_max"])
