@@ -17,6 +17,7 @@ _REGISTRY: dict[str, str] = {
     "rtl": "generators.perturb.rtl:RtlPerturbGenerator",
     "cuda": "generators.perturb.kernels:CudaPerturbGenerator",
     "triton": "generators.perturb.kernels:TritonPerturbGenerator",
+    "cad": "generators.perturb.cad:CadPerturbGenerator",
 }
 
 

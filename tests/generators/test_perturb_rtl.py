@@ -227,7 +227,7 @@ def test_registry_gives_a_fresh_rtl_generator():
     assert isinstance(gen, RtlPerturbGenerator) and gen.name == "perturb:rtl"
     assert generator_for("rtl") is not gen
     with pytest.raises(ValueError, match="no perturb generator"):
-        generator_for("cad")
+        generator_for("embedded")
 
 
 def test_registry_refuses_a_silent_overwrite():

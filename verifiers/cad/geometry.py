@@ -29,6 +29,7 @@ from OCP.TopAbs import TopAbs_FACE, TopAbs_REVERSED, TopAbs_SHELL, TopAbs_SOLID
 from OCP.TopExp import TopExp_Explorer
 from OCP.TopLoc import TopLoc_Location
 from OCP.TopoDS import TopoDS, TopoDS_Shape
+from OCP.TopTools import TopTools_ListOfShape
 
 
 class GeometryError(RuntimeError):
@@ -120,8 +121,15 @@ def props(shape: TopoDS_Shape) -> Props:
 
 
 def common_volume(a: TopoDS_Shape, b: TopoDS_Shape) -> float:
-    op = BRepAlgoAPI_Common(a, b)
+    op = BRepAlgoAPI_Common()
+    args, tools = TopTools_ListOfShape(), TopTools_ListOfShape()
+    args.Append(a)
+    tools.Append(b)
+    op.SetArguments(args)
+    op.SetTools(tools)
     op.SetRunParallel(False)
+    # the reference is kept and reused by the judge: a boolean must not touch its inputs
+    op.SetNonDestructive(True)
     op.Build()
     if not op.IsDone():
         raise GeometryError("the OCC boolean (intersection) with the reference failed")
