@@ -112,9 +112,10 @@ def truth(task, code: str, cache: dict) -> str:
 
 def fresh_run(args) -> dict:
     task, code, ref_path, work = args
-    job = {"script": code, "ref_path": ref_path, "mode": task.harness["compare"],
-           "iou_pass": task.harness["iou_pass"], "surface_pass": task.harness["surface_pass"],
-           "chamfer_pass": task.harness["chamfer_pass"], "euler": task.harness.get("euler")}  # fmt: skip
+    h = task.harness
+    job = {"script": code, "ref_path": ref_path, "mode": h["compare"], "iou_pass": h["iou_pass"],
+           "surface_pass": h["surface_pass"], "chamfer_pass": h["chamfer_pass"],
+           "euler": h.get("euler")}  # fmt: skip
     jf = Path(tempfile.mkstemp(suffix=".json", dir=work)[1])
     jf.write_text(json.dumps(job))
     t0 = time.perf_counter()
@@ -217,7 +218,9 @@ def main() -> None:
     v.close()
 
     print("\nverdicts by operator (geometry truth : verdict status)")
-    rows = [[op, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for op, c in sorted(by_op.items())]
+    rows = [
+        [op, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for op, c in sorted(by_op.items())
+    ]
     print(table(rows, ["generator", "counts"]))
     print("\nseconds by gate (warm run)")
     rows = [
@@ -233,8 +236,9 @@ def main() -> None:
     print(table([[n, m] for n, m in rss], ["N", "rss MB"]))
     peak = max(m or 0 for _, m in rss)
     imports = [f.get("import_s", 0) for f in fresh if "import_s" in f]
+    walls = [f["wall_s"] for f in fresh]
     print(f"\nfresh process: median import {statistics.median(imports):.2f}s, "
-          f"median wall {statistics.median(f['wall_s'] for f in fresh):.2f}s per candidate")  # fmt: skip
+          f"median wall {statistics.median(walls):.2f}s per candidate")  # fmt: skip
     ratio = warm_sample_rate / fresh_rate
     rows = [
         ["warm cand/s, all candidates", f"{warm_rate:.2f}", ">= 15", f"{warm_rate / 15:.2f}"],
