@@ -39,16 +39,20 @@ t0 = time.perf_counter()
 import cadquery as cq
 from OCP.BRepTools import BRepTools
 from verifiers.cad import judge
+from pathlib import Path
 job = json.load(open(sys.argv[1]))
-g = {"__name__": "__cad__", "show_object": lambda *a, **k: None}
+shown = []
+g = {"__name__": "__cad__", "show_object": lambda o, *a, **k: shown.append(o)}
 out = {"import_s": time.perf_counter() - t0}
 try:
     exec(compile(job["script"], "candidate.py", "exec"), g)
-    obj = g.get("result")
+    obj = g.get("result", shown[-1] if shown else None)
     shape = obj.val().wrapped if isinstance(obj, cq.Workplane) else obj.wrapped
     BRepTools.Write_s(shape, sys.argv[2])
     ref = judge.Reference(job["ref_path"])
-    res = judge.judge(job, sys.argv[2], ref, None)
+    art = Path(sys.argv[2] + ".art")
+    art.mkdir()
+    res = judge.judge(job, sys.argv[2], ref, art)  # the same work: picture, STEP, STL
     out["failed"] = res.get("failed")
 except Exception as e:
     out["failed"] = type(e).__name__
@@ -82,10 +86,11 @@ def truth(task, code: str, cache: dict) -> str:
     from verifiers.cad import geometry as geo
 
     def build(src):
-        g = {"__name__": "__cad__", "show_object": lambda *a, **k: None}
+        shown: list = []
+        g = {"__name__": "__cad__", "show_object": lambda o, *a, **k: shown.append(o)}
         try:
             exec(compile(src, "candidate.py", "exec"), g)
-            obj = g.get("result")
+            obj = g.get("result", shown[-1] if shown else None)
             if isinstance(obj, cq.Workplane):
                 return obj.val().wrapped
             return obj.wrapped if isinstance(obj, cq.Shape) else None
@@ -175,6 +180,13 @@ def main() -> None:
     t0 = time.perf_counter()
     v.verify_many([(t, c) for t, c, _, _ in sample], limits)
     warm_sample_rate = len(sample) / (time.perf_counter() - t0)
+    # warm again, without the candidates whose B-rep is the reference's own (those skip
+    # the booleans and distances): every candidate here is measured
+    measured = [(t, c) for (t, c, _, _), vd in zip(pairs, verdicts, strict=True)
+                if not vd.metrics.get("identical")]  # fmt: skip
+    t0 = time.perf_counter()
+    v.verify_many(measured, limits)
+    warm_measured_rate = len(measured) / (time.perf_counter() - t0)
 
     # seconds by gate
     gate_s: dict[str, list[float]] = collections.defaultdict(list)
@@ -242,6 +254,12 @@ def main() -> None:
     ratio = warm_sample_rate / fresh_rate
     rows = [
         ["warm cand/s, all candidates", f"{warm_rate:.2f}", ">= 15", f"{warm_rate / 15:.2f}"],
+        [
+            f"warm cand/s, the {len(measured)} not identical to the reference",
+            f"{warm_measured_rate:.2f}",
+            ">= 15",
+            f"{warm_measured_rate / 15:.2f}",
+        ],
         ["warm cand/s, fresh-run sample", f"{warm_sample_rate:.2f}", "", ""],
         ["fresh process cand/s, same sample", f"{fresh_rate:.2f}", "", ""],
         ["warm / fresh (same sample)", f"{ratio:.1f}", ">= 20", f"{ratio / 20:.2f}"],
@@ -254,6 +272,7 @@ def main() -> None:
     result = {
         "cores": cores, "tasks": len(tasks), "candidates": len(pairs),
         "warm_rate": warm_rate, "warm_s": warm_s, "warm_sample_rate": warm_sample_rate,
+        "warm_measured_rate": warm_measured_rate, "measured": len(measured),
         "fresh_rate": fresh_rate, "fresh_sample": len(sample), "ratio": ratio,
         "rss": rss, "rss_seconds": rss_s, "survivors": survivors,
         "gate_median_ms": {g: statistics.median(xs) * 1000 for g, xs in gate_s.items()},

@@ -407,3 +407,19 @@ def test_same_geometry_built_another_way_passes_by_measurement(cad):
     assert v.metrics["surface_max_rel"] < 0.005
     same = cad.verify(make_task(), PLATE.replace("LENGTH = 80.0", "LENGTH = 80.0  # mm"))
     assert same.status is Status.PASS and same.metrics.get("identical") is True
+
+
+def test_a_worker_that_lacks_a_reference_asks_for_it(cad):
+    """The verifier believes every worker holds this reference; none does. Each asks for
+    it (`need_ref`) and the verdict is the same as ever."""
+    task = make_task(PLATE.replace("# ", "#  ") + "\n# asked for\n")
+    key = cad._reference(task, Limits())
+    pool = cad.pool(Limits())
+    pool.warm_up()
+    held = [pool.lease() for _ in range(pool.size)]
+    for w in held:
+        w.refs_sent.add(key)
+    for w in held:
+        pool.release(w, False)
+    v = cad.verify(task, PLATE)
+    assert v.status is Status.PASS, v.feedback

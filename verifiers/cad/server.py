@@ -1,16 +1,18 @@
 """The CAD worker: imports CadQuery once, then verifies one candidate per job.
 
-Started by `verifiers.cad.verifier` inside the sandbox (`verifiers.warm`). For each job it
-forks twice from its clean, warm state:
+Started by `verifiers.cad.verifier` inside the sandbox (`verifiers.warm`). Two kinds of
+process are forked from its clean, warm state:
 
-1. the **build** process runs the candidate's script under the job's rlimits (address
-   space, CPU, file size) with its own process group, no inherited descriptors and its
-   output in a file; it writes the shape it built as BREP. Whatever it prints or claims
-   in its status file can only make it fail: a pass needs geometry.
+1. a **build** process per job runs the candidate's script under the job's rlimits
+   (address space, CPU, file size) with its own process group, no inherited descriptors
+   and its output in a file; it writes the shape it built as BREP. Whatever it prints or
+   claims in its status file can only make it fail: a pass needs geometry. It drops the
+   worker's copy of the references before the script runs.
 2. the **judge** process, which never runs candidate code, reads that BREP and measures
    it against the reference (`verifiers/cad/geometry.py`): validity, IoU by exact
    booleans, surface distances, orientation diagnostics, then the picture, STEP and STL.
-   Its result comes back on a pipe only it holds.
+   It lives across jobs (its references and caches stay warm), answers on a pipe only it
+   holds, and is replaced after a crash, a time-out or RECYCLE_AFTER requests.
 
 The worker itself is not dumpable (no ptrace or /proc/<pid>/mem by the build process, which
 has the same uid), keeps OCC's thread pool at one thread (a fork must not inherit a pool
@@ -418,12 +420,17 @@ class Worker:
         self.refs: dict[str, str] = {}  # reference key -> BREP text, for the judge
         self.judge = Judge(work)
 
+    MAX_REFS = 256  # reference texts kept; the verifier resends one that was dropped
+
     def handle(self, job: dict) -> dict:
         self.jobs += 1
+        key = job.get("ref")
         if job.get("ref_brep"):
-            if len(self.refs) > 256:
-                self.refs.clear()
-            self.refs[job["ref"]] = job.pop("ref_brep")
+            while len(self.refs) >= self.MAX_REFS:
+                self.refs.pop(next(iter(self.refs)))  # the oldest
+            self.refs[key] = job.pop("ref_brep")
+        elif key and job.get("judge", True) and key not in self.refs:
+            return {"need_ref": key}
         jobs = self.work / "jobs"
         jobs.mkdir(exist_ok=True)
         for old in jobs.iterdir():  # the previous job's files were read by the verifier
@@ -433,8 +440,6 @@ class Worker:
         built = _build(job, job_dir, self)
         out: dict = {"build": built, "job_dir": str(job_dir)}
         if built["outcome"] == "built" and job.get("judge", True):
-            if job.get("ref") and job["ref"] not in self.refs:
-                raise KeyError(f"reference {job['ref']} was not sent to this worker")
             # after the build process and all it started are dead: nothing planted here
             art = None
             if job.get("artifacts"):

@@ -231,24 +231,31 @@ class CadVerifier(Verifier):
                 job["ref"] = ref_key
                 if ref_key not in worker.refs_sent:
                     job["ref_brep"] = self._refs[ref_key]
-            for attempt in (1, 2):
+            died = 0
+            while True:
                 try:
                     res = worker.run(job, timeout)
-                    break
                 except WorkerDied as e:
                     # the script may have killed its worker (same uid); once more on a fresh
                     # one tells that from an infrastructure fault
-                    dirty = True
+                    dirty, died = True, died + 1
                     worker.refs_sent = set()
-                    if ref_key is not None:
-                        job["ref_brep"] = self._refs[ref_key]
-                    if attempt == 2:
+                    if died == 2:
                         raise GateFail(
                             Status.RUNTIME_ERROR,
                             "script_crash",
                             "the CAD worker died twice while running this script",
                             feedback=f"the worker process died: {e}"[:800],
                         ) from None
+                    if ref_key is not None:
+                        job["ref_brep"] = self._refs[ref_key]
+                    continue
+                if res.get("need_ref") and "ref_brep" not in job:
+                    job["ref_brep"] = self._refs[ref_key]  # it dropped it (or never had it)
+                    continue
+                break
+            if res.get("need_ref"):
+                raise GateFail(Status.INFRA_ERROR, "harness_error", "the worker lost a reference")
             if ref_key is not None:
                 worker.refs_sent.add(ref_key)
             if "harness_error" in res:
