@@ -25,6 +25,9 @@ app = typer.Typer(
 )
 
 DEFAULT_LAKE = Path(os.environ.get("CRUCIBLE_LAKE", "crucible-lake"))
+# what `crucible run` works on without --domain: every domain this machine verifies fully
+# (the GPU kernels need a GPU node: `--domain cuda --domain triton`)
+DEFAULT_DOMAINS = ("rtl", "cad")
 DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
 LakeOpt = Annotated[
@@ -153,7 +156,10 @@ StagesOpt = Annotated[
 ]
 
 
-DomainOpt = Annotated[list[str] | None, typer.Option("--domain", help="Domain(s) to run.")]
+DomainOpt = Annotated[
+    list[str] | None,
+    typer.Option("--domain", help=f"Domain(s) to run (default: {', '.join(DEFAULT_DOMAINS)})."),
+]
 TaskNamesOpt = Annotated[
     list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
 ]
@@ -264,7 +270,7 @@ def dedup(
     from flows.stages import PipelineSettings
 
     settings = PipelineSettings(
-        lake=lake, domains=tuple(domain or ["rtl"]), dedup={"threshold": threshold}
+        lake=lake, domains=tuple(domain or DEFAULT_DOMAINS), dedup={"threshold": threshold}
     )
     result = _run_flow(dedup_flow, settings)
     c = result["counts"]
@@ -468,7 +474,7 @@ def _settings(
     return PipelineSettings(
         lake=lake.absolute(),  # a scheduled run may start in another directory
         task_roots=tuple(tasks or [DEFAULT_TASKS]),
-        domains=tuple(domain or ["rtl"]),
+        domains=tuple(domain or DEFAULT_DOMAINS),
         task_names=tuple(task) if task else None,
         stages=_stages(stages),
         generator=generator,

@@ -2,7 +2,8 @@
 -- (current outcome a failure of the candidate, never infra_error, not contaminated),
 -- only for tasks that have both. A rejected candidate need not be a keeper: a near copy
 -- of the reference that fails is the most informative negative there is.
--- `compiled`: the verdict has a `compile` check that let it through. Without
+-- `compiled`: the verdict has a `compile` check that let it through (for CAD, `build`: the
+-- script ran and built a shape). Without
 -- $other_failures only those are rejected candidates; `functional` ranks the failures
 -- that compiled and then computed the wrong thing first.
 WITH pool AS (
@@ -21,7 +22,8 @@ WITH pool AS (
         v.toolchain,
         v.status,
         v.category,
-        len(list_filter(v.checks, lambda ch: ch.name = 'compile' AND ch.ok)) > 0 AS compiled,
+        len(list_filter(v.checks, lambda ch: ch.name IN ('compile', 'build') AND ch.ok)) > 0
+            AS compiled,
         v.status = 'wrong_answer' OR v.category = 'functional' AS functional
     FROM candidates AS c
     JOIN tasks AS t ON t.task_id = c.task_id
