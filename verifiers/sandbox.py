@@ -56,6 +56,18 @@ _SYMLINKS = (
 )
 
 
+def system_binds() -> list[str]:
+    """bwrap arguments for the read-only system dirs and the /bin, /lib ... symlinks."""
+    args: list[str] = []
+    for src in _RO_SYSTEM:
+        if os.path.exists(src):
+            args += ["--ro-bind", src, src]
+    for target, link in _SYMLINKS:
+        if os.path.exists("/" + target):
+            args += ["--symlink", target, link]
+    return args
+
+
 class SandboxUnavailable(RuntimeError):
     """The sandbox cannot be set up on this machine; the message says how to fix it."""
 
@@ -180,12 +192,7 @@ class Sandbox:
         # init) they pile up against the sandbox uid's process limit until bwrap can no
         # longer fork. The command as pid 1 takes every process of the sandbox with it.
         cmd.append("--as-pid-1")
-        for src in _RO_SYSTEM:
-            if os.path.exists(src):
-                cmd += ["--ro-bind", src, src]
-        for target, link in _SYMLINKS:
-            if os.path.exists("/" + target):
-                cmd += ["--symlink", target, link]
+        cmd += system_binds()
         cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for src, dst in ro_binds:
             cmd += ["--ro-bind", src, dst]

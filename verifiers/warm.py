@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifiers.contract import Limits
-from verifiers.sandbox import _RO_SYSTEM, _SYMLINKS, SANDBOX_PATH, Sandbox, sandbox_uid
+from verifiers.sandbox import SANDBOX_PATH, Sandbox, sandbox_uid, system_binds
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOG_CAP = 64 * 1024
@@ -89,13 +89,7 @@ def confine(
     # no --new-session: the worker must stay in the process group the pool kills on a
     # timeout (a setsid'd worker outlived its kill and spun on, seen in the tests); its
     # stdin is a pipe, never a terminal, so there is no TIOCSTI to guard against
-    cmd += ["--die-with-parent", "--clearenv", "--as-pid-1"]
-    for src in _RO_SYSTEM:
-        if os.path.exists(src):
-            cmd += ["--ro-bind", src, src]
-    for target, link in _SYMLINKS:
-        if os.path.exists("/" + target):
-            cmd += ["--symlink", target, link]
+    cmd += ["--die-with-parent", "--clearenv", "--as-pid-1", *system_binds()]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
     made: set[str] = set()
     for path, kind in [*((p, "--ro-bind") for p in ro), *((p, "--bind") for p in rw)]:

@@ -15,29 +15,12 @@ from flows.stages import PipelineSettings
 from lake import db
 from lake.store import Lake
 from ray_actors import cluster
+from tests.flows.lakeq import q
 
 pytest.importorskip("cadquery")
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("washer", "placed_l_bracket_xyz")
-
-
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    cluster.start(cluster.ClusterSettings(num_cpus=2))
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-    cluster.shutdown()
-
-
-def q(lake: Path, sql: str) -> list[tuple]:
-    con = db.connect(Lake(lake))
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_cad_pipeline_then_show_writes_the_picture(tmp_path, harness):

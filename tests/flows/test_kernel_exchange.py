@@ -16,8 +16,7 @@ from typer.testing import CliRunner
 from flows import stages
 from flows.cli import app
 from flows.stages import PipelineSettings
-from lake import db
-from lake.store import Lake
+from tests.flows.lakeq import q
 from verifiers.catalog import load_task
 from verifiers.contract import Status, Verdict, content_id
 from verifiers.registry import get_verifier
@@ -26,14 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("relu", "softmax_rows")
 CPU_GATES = "parse,anticheat,compile,launch,correct"
 runner = CliRunner()
-
-
-def q(lake: Path, sql: str) -> list[tuple]:
-    con = db.connect(Lake(lake))
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def triton_catalog(tmp: Path) -> Path:

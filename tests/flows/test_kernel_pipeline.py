@@ -11,37 +11,16 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from flows.pipeline import pipeline_flow
 from flows.stages import PipelineSettings
-from lake import db
-from lake.store import Lake
 from ray_actors import cluster
 from ray_actors.verify import PoolSettings
+from tests.flows.lakeq import q
 from verifiers.contract import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("relu", "softmax_rows")
 CPU_GATES = ("parse", "anticheat", "compile", "launch", "correct")
-
-
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    cluster.start(cluster.ClusterSettings(num_cpus=2))
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-    cluster.shutdown()
-
-
-def q(lake: Path, sql: str) -> list[tuple]:
-    con = db.connect(Lake(lake))
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def by_origin(lake: Path) -> dict[str, list[tuple[str, str]]]:

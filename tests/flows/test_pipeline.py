@@ -16,10 +16,9 @@ import pytest
 
 from flows.pipeline import pipeline_flow
 from flows.stages import PipelineSettings
-from lake import db
 from lake.store import Lake, LakeError
-from ray_actors import cluster
 from ray_actors.verify import PoolSettings
+from tests.flows.lakeq import q
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "tasks"
@@ -27,29 +26,11 @@ NAMES = ("mux4", "updown_counter8", "seq_det_1011_mealy")
 HOLDOUT = "cmp8_mode"  # a holdout task of the catalog: verified, never exported
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    from prefect.testing.utilities import prefect_test_harness
-
-    cluster.start(cluster.ClusterSettings(num_cpus=2))
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-    cluster.shutdown()
-
-
 def catalog_subset(tmp_path: Path, names=NAMES) -> Path:
     root = tmp_path / "catalog"
     for n in names:
         shutil.copytree(CATALOG / "rtl" / n, root / "rtl" / n)
     return root
-
-
-def q(lake: Path, sql: str) -> list[tuple]:
-    con = db.connect(Lake(lake))
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def settings_for(lake: Path, root: Path, **kw) -> PipelineSettings:

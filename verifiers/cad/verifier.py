@@ -218,12 +218,7 @@ class CadVerifier(Verifier):
 
     def _run_job(self, ctx: Context, job: dict, ref_key: str | None) -> dict:
         pool = self.pool(ctx.limits)
-        try:
-            worker = pool.lease()
-        except WorkerDied as e:
-            raise GateFail(
-                Status.INFRA_ERROR, "harness_error", f"no CAD worker: {e}"[:300]
-            ) from None
+        worker = _lease(pool)
         dirty = False
         timeout = ctx.limits.timeout_s + JUDGE_TIMEOUT_S + START_MARGIN_S
         try:
@@ -303,12 +298,7 @@ class CadVerifier(Verifier):
             "judge": False,
         }
         pool = self.pool(limits)
-        try:
-            worker = pool.lease()
-        except WorkerDied as e:
-            raise GateFail(
-                Status.INFRA_ERROR, "harness_error", f"no CAD worker: {e}"[:300]
-            ) from None
+        worker = _lease(pool)
         try:
             res = worker.run(job, 200.0)
             build = res.get("build", {})
@@ -327,6 +317,13 @@ class CadVerifier(Verifier):
         with self._ref_lock:
             self._refs[key] = text
         return key
+
+
+def _lease(pool: WorkerPool) -> Worker:
+    try:
+        return pool.lease()
+    except WorkerDied as e:
+        raise GateFail(Status.INFRA_ERROR, "harness_error", f"no CAD worker: {e}"[:300]) from None
 
 
 def _host_path(worker: Worker, guest: str) -> Path:
