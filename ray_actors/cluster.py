@@ -87,12 +87,17 @@ def slots(resource: str) -> int:
 
 
 def actor_options(resource: str) -> dict:
-    """Ray options that pin an actor to a node offering `resource`."""
+    """Ray options that pin an actor to a node offering `resource`.
+
+    A toolchain resource (`eda`, `cad`, ...) already counts one slot per core of its node,
+    so its actors take no `CPU` besides: a stage keeps each domain's actors warm across
+    repair rounds, and with a CPU each the first domain's actors would hold every core
+    while the next domain's waited for one forever (seen: rtl then cad on 2 cores)."""
     if resource == "GPU":
         return {"num_gpus": 1, "num_cpus": 1}
     if resource == "cpu":
         return {"num_cpus": 1}
-    return {"resources": {resource: 1}, "num_cpus": 1}
+    return {"resources": {resource: 1}, "num_cpus": 0}
 
 
 def shutdown() -> None:

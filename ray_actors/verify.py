@@ -99,7 +99,19 @@ def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[Acto
     # Each actor appears twice, so a second batch already waits in its queue while the
     # driver takes in the first one's verdicts (an actor runs one call at a time): the
     # actors never idle on the driver's lake writes.
-    return ActorPool(actors * 2), n
+    pool = ActorPool(actors * 2)
+    pool.holds_natives = resource in cluster.RAY_NATIVE  # type: ignore[attr-defined]
+    return pool, n
+
+
+def _release_natives(pools: dict[str, tuple[ActorPool, int]]) -> None:
+    """Drop the kept pools whose actors hold CPUs or GPUs (`cpu` / `GPU` verifiers, CPU
+    fallbacks): another domain's new pool may need the same ones, and would wait for them
+    forever while they sit idle here. Toolchain-resource pools take no CPU and stay warm."""
+    for other in list(pools):
+        pool, _ = pools[other]
+        if getattr(pool, "holds_natives", False):
+            del pools[other]  # the last handle gone, Ray stops its actors
 
 
 class NoNodeForResource(RuntimeError):
@@ -146,6 +158,8 @@ def verify_candidates(
         if pools is not None and domain in pools:
             pool, n = pools[domain]
         else:
+            if pools is not None:
+                _release_natives(pools)
             pool, n = make_pool(domain, limits, settings)
             if pools is not None:
                 pools[domain] = (pool, n)

@@ -109,5 +109,21 @@ def test_native_resources_map_to_ray_accounting():
     from ray_actors import cluster
 
     assert cluster.actor_options("GPU")["num_gpus"] == 1
-    assert cluster.actor_options("eda") == {"resources": {"eda": 1}, "num_cpus": 1}
+    # a toolchain slot is a core already: no CPU besides, or two domains' warm pools
+    # would hold every core between them and the second would wait forever
+    assert cluster.actor_options("eda") == {"resources": {"eda": 1}, "num_cpus": 0}
     assert "resources" not in cluster.actor_options("cpu")
+
+
+def test_a_new_domain_pool_releases_kept_pools_that_hold_cpus_or_gpus():
+    """Kept pools whose actors hold CPUs / GPUs (CPU fallbacks, GPU verifiers) are let go
+    before another domain's pool starts; toolchain pools (no CPU held) stay warm."""
+    from ray_actors.verify import _release_natives
+
+    class Pool:
+        def __init__(self, natives: bool):
+            self.holds_natives = natives
+
+    pools = {"cuda": (Pool(True), 1), "rtl": (Pool(False), 2), "cad": (Pool(False), 2)}
+    _release_natives(pools)
+    assert sorted(pools) == ["cad", "rtl"]
