@@ -250,8 +250,24 @@ def test_normalized_comparison_ignores_scale_but_not_shape(cad):
     scaled = PLATE + "result = result.val().scale(2.5).translate((7, -3, 1))\n"
     v = cad.verify(task, scaled)
     assert v.status is Status.PASS, v.feedback
+    # compared in the unit frame, but its STL is the part as built: 200 x 150 mm at (7, -3)
+    stl = next(a.data for a in v.artifacts if a.kind == "stl")
+    n = int.from_bytes(stl[80:84], "little")
+    rec = np.frombuffer(stl[84:], dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+    pts = rec["v"].reshape(n * 3, 3)
+    assert np.allclose(pts.min(0)[:2], [7 - 100, -3 - 75], atol=1e-3)
+    assert np.allclose(pts.max(0)[:2], [7 + 100, -3 + 75], atol=1e-3)
     v = cad.verify(task, PLATE.replace("WIDTH = 60.0", "WIDTH = 80.0"))
     assert v.status is Status.WRONG_ANSWER
+
+
+def test_asking_for_the_surface_gate_alone_runs_what_it_needs(cad):
+    v = cad.verify(make_task(), PLATE, Limits(gates=("surface",)))
+    assert v.status is Status.PASS, v.feedback
+    assert [c.name for c in v.checks] == ["format", "anticheat", "build", "solid", "iou", "surface"]
+    v = cad.verify(make_task(), PLATE.replace("WIDTH = 60.0", "WIDTH = 64.0"), Limits(gates=()))
+    assert v.status is Status.PASS and [c.name for c in v.checks][-1] == "build"
+    assert v.verifier_version == "1+gates:anticheat,build"
 
 
 # --- the build process cannot reach the reference ---------------------------------------

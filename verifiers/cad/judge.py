@@ -1,7 +1,7 @@
 """The judge: measures a candidate's shape against the reference's, gate by gate.
 
-Runs in the judge process the CAD worker forks for each candidate (it never runs candidate
-code). The result is a dict of plain values: the first gate that failed, the metrics, the
+Runs in the CAD worker's judge process (`server.Judge`), which never runs candidate code.
+The result is a dict of plain values: the first gate that failed, the metrics, the
 diagnosis, the seconds of each step, and the paths of the picture / STEP / STL it wrote.
 """
 
@@ -28,12 +28,17 @@ class Frame:
 
     def __init__(self, shape, mode: str):
         p = geo.props(shape)
+        self.shift, self.scale = np.zeros(3), 1.0  # as built -> this frame
         if mode == "normalized":
-            t, s = geo.normalizing(p)
-            shape = geo.transform(shape, None, t, s)
+            self.shift, self.scale = geo.normalizing(p)
+            shape = geo.transform(shape, None, self.shift, self.scale)
             p = geo.props(shape)
         self.shape, self.props, self.mode = shape, p, mode
         self._surface: geo.Surface | None = None
+
+    def as_built(self, verts: np.ndarray) -> np.ndarray:
+        """Points of this frame back where the shape was built."""
+        return (verts - self.shift) / self.scale
 
     def surface(self, deflection: float) -> geo.Surface:
         if self._surface is None:
@@ -42,7 +47,8 @@ class Frame:
 
 
 class Reference:
-    """The reference shape read once per worker; its frames are primed before forks."""
+    """The reference shape, read once per judge process; its frames and surfaces are
+    computed on first use and kept for the next candidate."""
 
     def __init__(self, path: str):
         self.digest = _digest(path)
@@ -160,13 +166,13 @@ def judge(job: dict, brep: str, ref: Reference | None, art_dir: Path | None) -> 
 
 def diagnose(out: dict, cand: Frame, ref: Frame, euler: dict | None, iou_pass: float) -> None:
     """Would a rotation, a mirror, a swapped Euler order or a shift make it match?"""
-    tried = []
+    tried = 0
     for g in geo.orientation_guesses(cand.props, ref.props, euler):
         try:
             score = geo.try_guess(cand.shape, cand.props, ref.shape, ref.props, g)
         except geo.GeometryError:
             continue
-        tried.append((g.what, round(score, 6)))
+        tried += 1
         if score >= iou_pass:
             out["code"] = g.code
             shift = " (and moved onto the reference's centroid)" if g.about == "centroid" else ""
@@ -177,7 +183,7 @@ def diagnose(out: dict, cand: Frame, ref: Frame, euler: dict | None, iou_pass: f
                 "iou": score,
             }
             break
-    out["metrics"]["orientation_tried"] = len(tried)
+    out["metrics"]["orientation_tried"] = tried
 
 
 def artifacts(shape, cand: Frame | None, ref: Frame | None, art_dir: Path, mode: str) -> dict:
@@ -194,8 +200,10 @@ def artifacts(shape, cand: Frame | None, ref: Frame | None, art_dir: Path, mode:
         base = ref.props if ref is not None else cand.props
         s = cand.surface(DEFLECTION * max(base.diagonal, 1e-9))
         verts, tris = s.verts, s.tris
+        built = cand.as_built(verts)  # the STL is the part as built, whatever the frame
     else:
         verts, tris = geo.mesh(shape, 0.1)
+        built = verts
     left = (verts, tris) if len(tris) else None
     right = None
     if ref is not None:
@@ -206,7 +214,7 @@ def artifacts(shape, cand: Frame | None, ref: Frame | None, art_dir: Path, mode:
     paths["picture"] = str(png)
     if len(tris):
         stl = art_dir / "candidate.stl"
-        stl.write_bytes(stl_bytes(verts, tris))
+        stl.write_bytes(stl_bytes(built, tris))
         paths["stl"] = str(stl)
     step = art_dir / "candidate.step"
     if write_step(shape, step):

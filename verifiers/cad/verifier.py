@@ -142,7 +142,8 @@ class CadVerifier(Verifier):
 
     def gate_build(self, ctx: Context) -> str:
         task = ctx.task
-        judging = ctx.limits.wants("solid") or ctx.limits.wants("iou")
+        # the gates that will run (asking for `surface` alone runs `solid` and `iou` too)
+        judging = "solid" in self._wanted(ctx.limits)
         ref_key = self._reference(task, ctx.limits) if judging and task.reference else None
         h = task.harness
         job: dict[str, Any] = {
@@ -279,7 +280,7 @@ class CadVerifier(Verifier):
                 continue
             kind, name = ARTIFACT_KINDS[key]
             ctx.artifacts.append(Artifact(kind, name, data))
-        ctx.metrics.update({k: v for k, v in (j.get("metrics") or {}).items()})
+        ctx.metrics.update(j.get("metrics") or {})
         if j.get("steps"):
             ctx.metrics["judge_steps"] = j["steps"]
         if j.get("diagnosis"):
