@@ -297,14 +297,13 @@ class Judge:
 
     RECYCLE_AFTER = 300  # requests: bounds whatever OCC keeps between them
 
-    def __init__(self, work: Path):
-        self.work = work
+    def __init__(self) -> None:
         self.pid: int | None = None
         self.requests = 0
         self.to_judge = self.from_judge = None
         self.refs_sent: set[str] = set()
 
-    def start(self, refs: dict[str, str]) -> None:
+    def start(self) -> None:
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         pid = os.fork()
@@ -334,8 +333,10 @@ class Judge:
     def run(self, job: dict, brep: str, art_dir: Path | None, refs: dict[str, str]) -> dict:
         if self.pid is None or self.requests >= self.RECYCLE_AFTER:
             self.stop()
-            self.start(refs)
+            self.start()
         self.requests += 1
+        # what the judge measures by; it has no use for the script
+        job = {k: v for k, v in job.items() if k != "script"}
         req: dict = {"job": job, "brep": brep, "art_dir": str(art_dir) if art_dir else None}
         key = job.get("ref")
         if key and key not in self.refs_sent:
@@ -370,11 +371,12 @@ def _judge_main(down: int, up: int) -> None:
         os.setpgid(0, 0)
         _limit(resource.RLIMIT_AS, _vm_bytes() + JUDGE_MEMORY_MB * 2**20)
         _limit(resource.RLIMIT_CORE, 0)
-        keep = {down, up}
-        for fd in range(0, 1024):
-            if fd not in keep and fd > 2:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)  # not the worker's job pipe
+        lo, hi = sorted((down, up))
+        os.closerange(3, lo)  # the worker's result pipe among them
+        os.closerange(lo + 1, hi)
+        os.closerange(hi + 1, 65536)
         refs: dict[str, judge.Reference] = {}
         requests = os.fdopen(down, "r")
         replies = os.fdopen(up, "w")
@@ -418,7 +420,7 @@ class Worker:
         self.work = work
         self.jobs = 0
         self.refs: dict[str, str] = {}  # reference key -> BREP text, for the judge
-        self.judge = Judge(work)
+        self.judge = Judge()
 
     MAX_REFS = 256  # reference texts kept; the verifier resends one that was dropped
 
