@@ -246,6 +246,12 @@ class Worker:
             return str(host)
         return f"{GUEST_WORK}/{host.relative_to(self.work)}"
 
+    def host_path(self, guest: str) -> Path:
+        """A path the worker reported, as this side of the sandbox sees it."""
+        if self.limits.unconfined or not guest.startswith(GUEST_WORK + "/"):
+            return Path(guest)
+        return self.work / guest[len(GUEST_WORK) + 1 :]
+
     def run(self, job: dict, timeout_s: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self.start()

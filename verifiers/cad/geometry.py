@@ -407,8 +407,8 @@ def describe_matrix(m: np.ndarray) -> str:
     return f"axes mapped {', '.join(names)} ({kind})"
 
 
-def rotation_angle(m: np.ndarray) -> float:
-    return math.degrees(math.acos(max(-1.0, min(1.0, (np.trace(m) - 1) / 2))))
+# computed once: rotations before mirror images (the simpler explanation first)
+PERMUTATIONS = sorted(signed_permutations(), key=lambda mw: np.linalg.det(mw[0]) < 0)
 
 
 @dataclass(frozen=True)
@@ -449,7 +449,7 @@ def orientation_guesses(
                       "geometry_orientation"))  # fmt: skip
     # the simplest explanation first: a shift, then rotations, then mirror images
     tries.append((np.eye(3), "moved to the reference's place, it matches", "geometry_misplaced"))
-    for m, what in sorted(signed_permutations(), key=lambda mw: np.linalg.det(mw[0]) < 0):
+    for m, what in PERMUTATIONS:
         tries.append((m, f"{what}, it matches the reference", "geometry_orientation"))
     out = []
     for m, what, code in tries:

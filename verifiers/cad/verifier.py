@@ -273,7 +273,7 @@ class CadVerifier(Verifier):
         for key, path in (j.get("artifacts") or {}).items():
             if key not in ARTIFACT_KINDS:
                 continue
-            host = _host_path(worker, path)
+            host = worker.host_path(path)
             try:
                 data = host.read_bytes()
             except OSError:
@@ -310,7 +310,7 @@ class CadVerifier(Verifier):
                     "harness_error",
                     f"the task's reference script does not build ({why})"[:300],
                 )
-            text = _host_path(worker, build["brep"]).read_text()
+            text = worker.host_path(build["brep"]).read_text()
         except (WorkerDied, JobTimeout) as e:
             raise GateFail(Status.INFRA_ERROR, "harness_error", f"reference: {e}"[:300]) from None
         finally:
@@ -325,15 +325,6 @@ def _lease(pool: WorkerPool) -> Worker:
         return pool.lease()
     except WorkerDied as e:
         raise GateFail(Status.INFRA_ERROR, "harness_error", f"no CAD worker: {e}"[:300]) from None
-
-
-def _host_path(worker: Worker, guest: str) -> Path:
-    """A path the worker reported, on this side of the sandbox."""
-    from verifiers.warm import GUEST_WORK
-
-    if worker.limits.unconfined or not guest.startswith(GUEST_WORK + "/"):
-        return Path(guest)
-    return worker.work / guest[len(GUEST_WORK) + 1 :]
 
 
 # --- classification -----------------------------------------------------------------------
