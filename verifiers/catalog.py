@@ -6,6 +6,7 @@ task never reaches the lake. The field rules are tables (data), checked in one p
 
 from __future__ import annotations
 
+import ast
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -175,6 +176,14 @@ def load_catalog(
             except TaskSpecError as e:
                 errors.append(e)
     return tasks, errors
+
+
+def parse_python(source: str, where: Path | str, field: str) -> ast.Module:
+    """The module's syntax tree, or a TaskSpecError naming the field, line and message."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise TaskSpecError(where, field, f"valid Python ({e.msg}, line {e.lineno})") from None
 
 
 def read_task_file(toml_path: Path, field: str, relname: Any) -> str:

@@ -6,11 +6,10 @@ line. See tasks/README.md for the format.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
-from verifiers.catalog import Field, TaskSpecError, check_fields, read_task_file
+from verifiers.catalog import Field, check_fields, parse_python, read_task_file
 
 COMPARE_MODES = ("absolute", "normalized")
 DEFAULT_IOU_PASS = 0.99
@@ -69,13 +68,6 @@ INTERFACE_FIELDS = (
 )
 
 
-def check_script(source: str, where: Path | str, field: str) -> None:
-    try:
-        ast.parse(source)
-    except SyntaxError as e:
-        raise TaskSpecError(where, field, f"valid Python ({e.msg}, line {e.lineno})") from None
-
-
 def load_cad_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
     harness = spec["harness"]
     check_fields(toml_path, harness, HARNESS_FIELDS, "harness.")
@@ -83,7 +75,7 @@ def load_cad_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
     reference = None
     if "reference" in harness:
         reference = read_task_file(toml_path, "harness.reference", harness["reference"])
-        check_script(reference, toml_path, "harness.reference")
+        parse_python(reference, toml_path, "harness.reference")
     euler = None
     if "euler" in harness:
         check_fields(toml_path, harness["euler"], EULER_FIELDS, "harness.euler.")

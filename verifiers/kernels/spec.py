@@ -10,7 +10,13 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from verifiers.catalog import Field, TaskSpecError, check_fields, read_task_file
+from verifiers.catalog import (
+    Field,
+    TaskSpecError,
+    check_fields,
+    parse_python,
+    read_task_file,
+)
 
 # dtype row -> (atol, rtol)
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -58,10 +64,7 @@ INTERFACE_FIELDS = (
 
 def problem_facts(source: str, where: Path | str) -> dict[str, Any]:
     """Check a KernelBench problem file's layout; return what the prompt can show."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        raise TaskSpecError(where, "problem", f"valid Python ({e.msg}, line {e.lineno})") from None
+    tree = parse_python(source, where, "problem")
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for need in ("Model", "get_inputs", "get_init_inputs"):
         if need not in names:
@@ -131,11 +134,6 @@ def load_kernel_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | Non
     reference = None
     if "reference" in harness:
         reference = read_task_file(toml_path, "harness.reference", harness["reference"])
-        try:
-            ast.parse(reference)
-        except SyntaxError as e:
-            raise TaskSpecError(
-                toml_path, "harness.reference", f"valid Python ({e.msg}, line {e.lineno})"
-            ) from None
+        parse_python(reference, toml_path, "harness.reference")
     iface, h = build_harness(toml_path, domain, harness, problem, spec["interface"])
     return iface, h, reference
