@@ -22,7 +22,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from generators.perturb.kernels import Edit, _changed, _identifiers, _pick, _Py, _py, _splice
+from generators.perturb.kernels import (
+    _PARSED,
+    Edit,
+    _changed,
+    _identifiers,
+    _pick,
+    _Py,
+    _py,
+    _splice,
+)
 from generators.perturb.operators import Mutation, OperatorGenerator, Rewrite, check_table
 from verifiers.taxonomy import API, FORMAT, FUNCTIONAL, SYNTAX
 
@@ -80,7 +89,8 @@ WALL_SIZED = frozenset(("fillet", "chamfer", "shell"))
 PLANES = {"XY": ("XZ", "YZ"), "XZ": ("XY", "YZ"), "YZ": ("XY", "XZ"),
           "YX": ("XZ", "YZ"), "ZX": ("XY", "YZ"), "ZY": ("XY", "XZ")}  # fmt: skip
 
-# Workplane methods and the names models give them (none exists on cq.Workplane)
+# Workplane methods and the names models give them (none exists on cq.Workplane; the
+# tests check that against CadQuery, so generating needs no CadQuery)
 WRONG_METHOD: dict[str, str] = {
     "fillet": "fillet_edges", "chamfer": "chamfer_edges", "hole": "drill",
     "extrude": "extrudeBlind", "cboreHole": "counterboreHole", "cskHole": "countersinkHole",
@@ -94,16 +104,6 @@ WRONG_METHOD: dict[str, str] = {
 BAD_KIND = {"PLANE": "PLANAR", "CIRCLE": "CIRCULAR", "CYLINDER": "CYLINDRICAL",
             "LINE": "LINEAR", "SPHERE": "SPHERICAL", "CONE": "CONICAL"}  # fmt: skip
 SELECTOR_CALLS = ("faces", "edges", "vertices", "wires", "solids", "shells")
-
-
-@functools.cache
-def _cadquery():
-    """cadquery when it is installed (to double-check a wrong name really is wrong)."""
-    try:
-        import cadquery
-    except Exception:  # absent or broken: the static tables stand
-        return None
-    return cadquery
 
 
 # --- the script model ----------------------------------------------------------------------
@@ -280,22 +280,33 @@ class _Cad:
         return cur
 
     def in_fstring(self, name: str) -> bool:
-        return any(
-            isinstance(n, ast.JoinedStr)
-            and any(isinstance(m, ast.Name) and m.id == name for m in ast.walk(n))
+        return name in self._in_fstrings
+
+    @functools.cached_property
+    def _in_fstrings(self) -> frozenset[str]:
+        return frozenset(
+            m.id
             for n in ast.walk(self.py.tree)
+            if isinstance(n, ast.JoinedStr)
+            for m in ast.walk(n)
+            if isinstance(m, ast.Name)
         )
 
     def shadowed(self, name: str) -> bool:
         """`name` also bound inside a function, class, comprehension or by `global`."""
+        return name in self._bound_elsewhere
+
+    @functools.cached_property
+    def _bound_elsewhere(self) -> frozenset[str]:
+        names: set[str] = set()
         for node in ast.walk(self.py.tree):
-            if isinstance(node, ast.arg) and node.arg == name:
-                return True
-            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
-                return True
-            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
-                return True
-        return False
+            if isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                names.update(node.names)
+            elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names.add(node.name)
+        return frozenset(names)
 
     def history(self, chain: list[ast.Call], upto: int, depth: int = 0) -> list[str]:
         """Method names the chain called before link `upto`, through the variable it
@@ -310,6 +321,7 @@ class _Cad:
         return names
 
 
+@functools.lru_cache(maxsize=_PARSED)  # shared by the operators: read only
 def _cad(src: str) -> _Cad | None:
     py = _py(src)
     if py is None:
@@ -452,8 +464,7 @@ def swapped_axes(src: str, rng: random.Random) -> str | None:
         values = [cad.num(a) for a in args]
         # with fillets or chamfers to come, the thin side stays put (they would not fit)
         keep = len(args) == 3 and set(_later(cad, chain, i)) & WALL_SIZED and None not in values
-        for a, b in itertools.combinations(args, 2):
-            va, vb = cad.num(a), cad.num(b)
+        for (a, va), (b, vb) in itertools.combinations(zip(args, values, strict=True), 2):
             differ = va != vb if va is not None and vb is not None else cad.text(a) != cad.text(b)
             if keep and min(values) in (va, vb):  # type: ignore[type-var]
                 continue
@@ -737,18 +748,7 @@ def _bad_selectors(s: str) -> list[str]:
         out.append("%" + BAD_KIND[k.group(1)])
     elif a := re.search(r"(?<![A-Za-z])[XYZ](?![A-Za-z])", s):
         out.append(s[: a.start()] + s[a.start()].lower() + s[a.end() :])
-    cq = _cadquery()
-    if cq is not None:
-        out = [b for b in out if not _parses(cq, b)]
     return out
-
-
-def _parses(cq, selector: str) -> bool:
-    try:
-        cq.selectors.StringSyntaxSelector(selector)
-    except Exception:  # pyparsing's ParseException and its kin
-        return False
-    return True
 
 
 @_changed
@@ -771,15 +771,6 @@ def invalid_selector(src: str, rng: random.Random) -> str | None:
     return _splice(src, [site]) if site else None
 
 
-@functools.cache
-def _wrong_methods() -> dict[str, str]:
-    cq = _cadquery()
-    if cq is None:
-        return WRONG_METHOD
-    attrs = set(dir(cq.Workplane))
-    return {good: bad for good, bad in WRONG_METHOD.items() if bad not in attrs}
-
-
 @_changed
 def unknown_method(src: str, rng: random.Random) -> str | None:
     """A Workplane method under a name it does not have (.fillet -> .fillet_edges, .hole ->
@@ -787,12 +778,11 @@ def unknown_method(src: str, rng: random.Random) -> str | None:
     cad = _cad(src)
     if cad is None:
         return None
-    wrong = _wrong_methods()
-    links = [chain[i] for chain, i in _links(cad, wrong)]
+    links = [chain[i] for chain, i in _links(cad, WRONG_METHOD)]
     call = _pick(rng, links)
     if call is None:
         return None
-    return _splice(src, [(*cad.name_span(call), wrong[_name(call)])])
+    return _splice(src, [(*cad.name_span(call), WRONG_METHOD[_name(call)])])
 
 
 @_changed

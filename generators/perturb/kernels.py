@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import io
 import itertools
 import random
 import re
 import tokenize
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from generators.perturb.operators import Apply, Mutation, OperatorGenerator, Rewrite, check_table
@@ -100,6 +101,12 @@ class _Py:
         return cur
 
 
+# Every operator of a generator reads the same reference: parse it once (the parsed forms
+# are shared between operators, so nothing may change them after construction).
+_PARSED = 16
+
+
+@functools.lru_cache(maxsize=_PARSED)
 def _py(src: str) -> _Py | None:
     try:
         return _Py(src)
@@ -152,7 +159,8 @@ def _paren(py: _Py, node: ast.AST) -> str:
     return text if _atomic(node) else f"({text})"
 
 
-def _identifiers(py: _Py) -> set[str]:
+@functools.lru_cache(maxsize=_PARSED)
+def _identifiers(py: _Py) -> frozenset[str]:
     names = set(dir(builtins))
     for node in ast.walk(py.tree):
         if isinstance(node, ast.Name):
@@ -165,10 +173,10 @@ def _identifiers(py: _Py) -> set[str]:
             names.add((node.asname or node.name).split(".")[0])
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
-    return names
+    return frozenset(names)
 
 
-def _typo(name: str, taken: set[str]) -> str | None:
+def _typo(name: str, taken: Container[str]) -> str | None:
     """A near-miss of `name` that is defined nowhere: n_cols -> ncols, n -> N, x_ptr ->
     xptr, out -> outs."""
     options = []
@@ -340,9 +348,9 @@ class _Cuda:
     src: str
     start: int
     end: int
-    text: str = ""
-    ignored: list[tuple[int, int]] = field(default_factory=list)
-    funcs: list[_CFunc] = field(default_factory=list)
+    text: str = field(init=False)
+    ignored: list[tuple[int, int]] = field(init=False)
+    funcs: list[_CFunc] = field(init=False)
 
     def __post_init__(self) -> None:
         self.text = self.src[self.start : self.end]
@@ -428,6 +436,7 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=_PARSED)
 def _cuda(src: str) -> _Cuda | None:
     m = _CUDA_SRC_RE.search(src)
     if not m:
@@ -528,6 +537,7 @@ def cuda_grid_off_by_one(src: str, rng: random.Random) -> str | None:
 
 
 _BLOCK_X = re.compile(r"\b(blockIdx|gridDim)\.x\b")
+_BLOCK_YZ = re.compile(r"\b(blockIdx|gridDim)\.[yz]\b")
 _BLOCK_ANY = re.compile(r"\b(blockIdx|gridDim)\.[xyz]\b")
 
 
@@ -545,7 +555,7 @@ def cuda_grid_past_limit(src: str, rng: random.Random) -> str | None:
     sites = []
     for k in cu.kernels():
         uses = cu.code(_BLOCK_X, *k.body)
-        if not uses or cu.code(re.compile(r"\b(blockIdx|gridDim)\.[yz]\b"), *k.body):
+        if not uses or cu.code(_BLOCK_YZ, *k.body):
             continue
         grid_edits = _one_d_grid_edits(py, launches, k.name)
         if grid_edits:
@@ -751,6 +761,7 @@ def _params(fn: ast.FunctionDef) -> list[str]:
     return [a.arg for a in fn.args.args + fn.args.kwonlyargs]
 
 
+@functools.lru_cache(maxsize=_PARSED)
 def _triton(src: str) -> tuple[_Py, dict[str, ast.FunctionDef]] | None:
     py = _py(src)
     if py is None:
@@ -1178,7 +1189,7 @@ def triton_missing_colon(src: str, rng: random.Random) -> str | None:
 # --- rewrites -------------------------------------------------------------------------------
 
 
-def _new_kernel_name(name: str, taken: set[str], rng: random.Random) -> str | None:
+def _new_kernel_name(name: str, taken: Container[str], rng: random.Random) -> str | None:
     stem = name[: -len("_kernel")] if name.endswith("_kernel") else name
     options = [f"{stem}_fwd_kernel", f"{name}_v2", f"k_{stem}", f"{stem}_impl"]
     return _pick(rng, [o for o in options if o not in taken and o != name])
