@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from verifiers.cad.render import (
+    AXIS_RGB,
     BACKGROUND,
     DIVIDER,
     DIVIDER_PX,
@@ -72,7 +73,8 @@ def uv_sphere(n_lat: int, n_lon: int, r: float = 10.0) -> tuple[np.ndarray, np.n
 
 
 def decode_png(data: bytes) -> np.ndarray:
-    """uint8 [H, W, 3] from an 8-bit RGB PNG, checking the chunks' CRCs; any filter type."""
+    """uint8 [H, W, 3] from an 8-bit RGB PNG, checking the chunks' CRCs and that every row has
+    filter type 0 (None), the only one png_bytes writes."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, header = 8, b"", None
     while pos < len(data):
@@ -91,30 +93,8 @@ def decode_png(data: bytes) -> np.ndarray:
     w, h, depth, colour, _, _, interlace = header
     assert (depth, colour, interlace) == (8, 2, 0)
     raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 3 * w + 1)
-    out = np.zeros((h, 3 * w), np.int64)
-    prev = np.zeros(3 * w, np.int64)
-    for r in range(h):
-        f, line = raw[r, 0], raw[r, 1:].astype(np.int64)
-        if f == 0:
-            cur = line
-        elif f == 1:
-            cur = np.cumsum(line.reshape(-1, 3), axis=0).reshape(-1) % 256
-        elif f == 2:
-            cur = (line + prev) % 256
-        else:  # Average, Paeth: pixel by pixel
-            cur = np.zeros_like(line)
-            for i in range(3 * w):
-                a = cur[i - 3] if i >= 3 else 0
-                b, c = prev[i], (prev[i - 3] if i >= 3 else 0)
-                if f == 3:
-                    pred = (a + b) // 2
-                else:
-                    p = a + b - c
-                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                cur[i] = (line[i] + pred) % 256
-        out[r], prev = cur, cur
-    return out.reshape(h, w, 3).astype(np.uint8)
+    assert not raw[:, 0].any()
+    return raw[:, 1:].reshape(h, w, 3).copy()
 
 
 def panels(img: np.ndarray, size: int = SIZE) -> tuple[np.ndarray, np.ndarray]:
@@ -215,10 +195,25 @@ def test_none_leaves_a_blank_panel():
 
 
 def test_deterministic():
+    """The same meshes give the same bytes whatever was drawn in between (nothing carries over
+    from one picture to the next), and the input arrays are left as they were."""
     v, t = uv_sphere(24, 32)
+    v0, t0 = v.copy(), t.copy()
     a = render_pair((v, t), cube(), size=SIZE)
-    b = render_pair((v.copy(), t.copy()), cube(), size=SIZE)
+    render_pair(cube(), (v, t), size=SIZE)
+    render_pair(tetrahedron(), None)
+    b = render_pair((v, t), cube(), size=SIZE)
     assert a == b
+    assert np.array_equal(v, v0) and np.array_equal(t, t0)
+
+
+def test_triad_at_the_bottom_left_of_each_mesh_panel():
+    for mesh in (cube(), (np.zeros((0, 3)), np.zeros((0, 3), np.int64))):  # drawn, and empty
+        left, right = panels(render(mesh, None))
+        corner = left[-SIZE // 4 :, : SIZE // 4]
+        for rgb in AXIS_RGB:
+            assert (corner == rgb).all(axis=-1).sum() >= 5
+        assert not any((right == rgb).all(axis=-1).any() for rgb in AXIS_RGB)  # none for None
 
 
 def test_winding_does_not_matter():

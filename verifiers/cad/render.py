@@ -18,6 +18,7 @@ X/Y/Z triad (red, green, blue) at the bottom-left of each panel shows the orient
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import zlib
@@ -64,6 +65,8 @@ def _view_basis() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 _RIGHT, _UP, _VIEW = _view_basis()
+# the X, Y and Z axes on screen (x right, y down), per pixel of length
+_TRIAD = [(float(_RIGHT[i]), -float(_UP[i])) for i in range(3)]
 # light from the upper left, in front of the viewer
 _LIGHT = -0.45 * _RIGHT + 0.65 * _UP + 1.0 * _VIEW
 _LIGHT /= np.linalg.norm(_LIGHT)
@@ -90,9 +93,10 @@ _FONT_HEX = {
 GLYPH_W, GLYPH_H = 5, 7
 
 
-def _glyph(hexrows: str) -> np.ndarray:
+def _glyph(hexrows: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (rows, columns) of the lit pixels of a glyph."""
     rows = [int(hexrows[i : i + 2], 16) for i in range(0, 2 * GLYPH_H, 2)]
-    return np.array([[(r >> (GLYPH_W - 1 - c)) & 1 for c in range(GLYPH_W)] for r in rows], bool)
+    return np.nonzero([[(r >> (GLYPH_W - 1 - c)) & 1 for c in range(GLYPH_W)] for r in rows])
 
 
 _FONT = {ch: _glyph(h) for ch, h in _FONT_HEX.items()}
@@ -103,19 +107,17 @@ def _text_width(text: str) -> int:
     return max(0, len(text) * (GLYPH_W + 1) - 1)
 
 
-def _draw_text(img: np.ndarray, text: str, x: int, y: int, rgb: tuple[int, int, int]) -> None:
+def _draw_text(img: np.ndarray, text: str, x: int, y: int, rgb: tuple[int, ...]) -> None:
     """Draw `text` (upper-cased; unknown characters as '?') with its top-left corner at (x, y),
     clipped to the image."""
+    glyphs = [_FONT.get(ch, _FONT["?"]) for ch in text.upper()]
+    if not glyphs:
+        return
+    ys = np.concatenate([gy for gy, _ in glyphs]) + y
+    xs = np.concatenate([gx + i * (GLYPH_W + 1) for i, (_, gx) in enumerate(glyphs)]) + x
     h, w = img.shape[:2]
-    for i, ch in enumerate(text.upper()):
-        g = _FONT.get(ch, _FONT["?"])
-        gx = x + i * (GLYPH_W + 1)
-        if gx >= w:
-            break
-        ys, xs = np.nonzero(g)
-        ys, xs = ys + y, xs + gx
-        ok = (ys >= 0) & (ys < h) & (xs >= 0) & (xs < w)
-        img[ys[ok], xs[ok]] = rgb
+    ok = (ys >= 0) & (ys < h) & (xs >= 0) & (xs < w)
+    img[ys[ok], xs[ok]] = rgb
 
 
 # --- PNG ----------------------------------------------------------------------------------------
@@ -537,12 +539,13 @@ def _shade(meshes: list[_Mesh], bases: list[tuple[int, int, int]], fit: _Fit, si
     edge = filled & ~(pf[:-2, 1:-1] & pf[2:, 1:-1] & pf[1:-1, :-2] & pf[1:-1, 2:])
     tri = key & ((1 << bits) - 1)
     nx, ny, nz = (np.concatenate([getattr(mm, c) for mm in meshes]) for c in ("nx", "ny", "nz"))
-    facing = np.where(nx * _VIEW[0] + ny * _VIEW[1] + nz * _VIEW[2] < 0, -1.0, 1.0)
+    along = nx * _VIEW[0] + ny * _VIEW[1] + nz * _VIEW[2]
+    facing = np.where(along < 0, -1.0, 1.0)
     fx, fy, fz = nx * facing, ny * facing, nz * facing  # turned towards the viewer
+    towards = np.abs(along)  # = (fx, fy, fz) . view
     quanta_px = qscale / fit.scale  # depth quanta per pixel width
     jump = DEPTH_JUMP_PX * quanta_px
     with np.errstate(all="ignore"):  # the depth step per pixel of each triangle's plane
-        towards = fx * _VIEW[0] + fy * _VIEW[1] + fz * _VIEW[2]
         across = np.abs(fx * _RIGHT[0] + fy * _RIGHT[1] + fz * _RIGHT[2]) / towards * quanta_px
         down = np.abs(fx * _UP[0] + fy * _UP[1] + fz * _UP[2]) / towards * quanta_px
     # creases and depth steps between neighbours from different triangles: the nearer is edge.
@@ -594,23 +597,32 @@ def _draw_line(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, rgb)
 
 def _draw_triad(panel: np.ndarray) -> None:
     """X (red), Y (green), Z (blue) from one point at the bottom-left, seen like the meshes."""
-    size = panel.shape[0]
+    drawn, rgb = _triad(panel.shape[0])
+    panel[drawn] = rgb
+
+
+@functools.lru_cache(maxsize=8)
+def _triad(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The triad of a size x size panel, drawn once: which pixels (bool [size, size]) in which
+    colours (uint8 [n, 3]); read-only, as they are shared."""
+    stamp = np.zeros((size, size, 4), np.uint8)  # RGB, and 255 where drawn
     length = max(6.0, size / 18)
     ox, oy = 3 + length * 0.9, size - 4 - length * 0.9
-    axes = np.eye(3)
-    order = np.argsort(axes @ _VIEW, kind="stable")  # far ones first, near ones drawn over
+    order = np.argsort(_VIEW, kind="stable")  # far axes first, near ones drawn over
     for i in order:
-        ax = axes[i]
-        dx, dy = float(ax @ _RIGHT), -float(ax @ _UP)
-        _draw_line(panel, ox, oy, ox + length * dx, oy + length * dy, AXIS_RGB[i])
+        dx, dy = _TRIAD[i]
+        _draw_line(stamp, ox, oy, ox + length * dx, oy + length * dy, (*AXIS_RGB[i], 255))
     if size >= 120:  # letters only where they fit
         for i in order:
-            ax = axes[i]
-            dx, dy = float(ax @ _RIGHT), -float(ax @ _UP)
+            dx, dy = _TRIAD[i]
             norm = math.hypot(dx, dy) or 1.0
             lx = ox + length * dx + 4 * dx / norm - GLYPH_W / 2
             ly = oy + length * dy + 5 * dy / norm - GLYPH_H / 2
-            _draw_text(panel, "XYZ"[i], round(lx), round(ly), AXIS_RGB[i])
+            _draw_text(stamp, "XYZ"[i], round(lx), round(ly), (*AXIS_RGB[i], 255))
+    drawn = stamp[..., 3] > 0
+    rgb = stamp[drawn, :3]
+    drawn.flags.writeable = rgb.flags.writeable = False
+    return drawn, rgb
 
 
 def _label(panel: np.ndarray, text: str) -> None:
@@ -664,5 +676,5 @@ def render_pair(
             else:
                 _centre_note(panel, "EMPTY MESH")
             _draw_triad(panel)
-        _label(panel, str(labels[side]) if side < len(labels) else "")
+        _label(panel, labels[side])
     return png_bytes(img)
