@@ -25,9 +25,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from verifiers.contract import Limits
 from verifiers.sandbox import SANDBOX_PATH, Sandbox, sandbox_uid, system_binds
@@ -361,3 +362,15 @@ class WorkerPool:
             if w is not None:
                 w.close()
         self._all.clear()
+
+
+def verify_on_pool(
+    verify: Callable[..., Any], pool: WorkerPool, items: Sequence[tuple[Any, Any]], limits: Any
+) -> list[Any]:
+    """`verify(task, code, limits)` for every item, one per warm worker at a time, all the
+    pool's workers busy (started together first); verdicts in input order."""
+    if len(items) <= 1:
+        return [verify(t, c, limits) for t, c in items]
+    pool.warm_up()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=pool.size) as ex:
+        return list(ex.map(lambda tc: verify(tc[0], tc[1], limits), items))

@@ -22,7 +22,6 @@ STL as artifacts.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import importlib.util
@@ -36,7 +35,7 @@ from typing import Any
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.cad import anticheat
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
-from verifiers.warm import JobTimeout, Worker, WorkerCommand, WorkerDied, WorkerPool
+from verifiers.warm import JobTimeout, Worker, WorkerCommand, WorkerDied, WorkerPool, verify_on_pool
 
 INSTALL_HINT = "pip install -e '.[cad]'"
 START_MARGIN_S = 30.0  # the worker's own answer comes this long after the job's limits
@@ -120,12 +119,7 @@ class CadVerifier(Verifier):
         self, items: Sequence[tuple[Task, Any]], limits: Limits | None = None
     ) -> list[Verdict]:
         """One candidate per worker at a time, all workers busy."""
-        if len(items) <= 1:
-            return [self.verify(t, c, limits) for t, c in items]
-        pool = self.pool(limits or Limits())
-        pool.warm_up()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=pool.size) as ex:
-            return list(ex.map(lambda tc: self.verify(tc[0], tc[1], limits), items))
+        return verify_on_pool(self.verify, self.pool(limits or Limits()), items, limits)
 
     # --- gates --------------------------------------------------------------------------
     def gate_anticheat(self, ctx: Context) -> str:

@@ -15,7 +15,6 @@ naming them, so it is retried on a GPU node and never passes here.
 from __future__ import annotations
 
 import ast
-import concurrent.futures
 import dataclasses
 import functools
 import os
@@ -35,7 +34,7 @@ from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
 from verifiers.kernels.pool import KernelPool, WorkerSpec
-from verifiers.warm import JobTimeout, WorkerDied, WorkerStartError
+from verifiers.warm import JobTimeout, WorkerDied, WorkerStartError, verify_on_pool
 
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 IMPLAUSIBLE_SPEEDUP = 50.0
@@ -227,13 +226,7 @@ class KernelVerifier(Verifier):
         self, items: Sequence[tuple[Task, str]], limits: Limits | None = None
     ) -> list[Verdict]:
         """Verify in parallel: compiles overlap, the GPU gates take turns."""
-        if len(items) <= 1:
-            return [self.verify(t, c, limits) for t, c in items]
-        pool = self.pool(limits or Limits())
-        pool.warm_up()
-        n = pool.size
-        with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
-            return list(ex.map(lambda tc: self.verify(tc[0], tc[1], limits), items))
+        return verify_on_pool(self.verify, self.pool(limits or Limits()), items, limits)
 
     # --- gates ----------------------------------------------------------------------------
     def _run_gates(self, ctx: Context, checks: list) -> None:
