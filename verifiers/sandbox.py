@@ -1,12 +1,26 @@
-"""The sandbox every candidate-touching tool run goes through.
+"""The one sandbox: every process that runs candidate code, or a tool over candidate text,
+is started through `confined_argv`, audited here once.
 
 bubblewrap with every namespace unshared (no network), the system read-only, a private
-writable work dir bound at /work, a tmpfs /tmp, an unprivileged uid (rlimits on processes
-are ignored for root), rlimits on memory / CPU / processes / file size (set by the
-sandbox's pid-1 shell, not by a `preexec_fn`, which is unsafe in threaded callers such as
-Ray workers), a wall-clock
-timeout that kills the whole process group (the pid namespace takes every descendant with
-it), and stdout/stderr read while running and capped: a flood is stopped, not buffered.
+writable work dir, a size-capped tmpfs /tmp (tmpfs pages are not in the process's address
+space, so an uncapped one was a way round the memory limit), an unprivileged uid of its
+own (rlimits on processes are ignored for root), rlimits on memory / CPU / processes /
+file size (set by the sandbox's own shell, not by a `preexec_fn`, which is unsafe in
+threaded callers such as Ray workers), a wall-clock timeout that kills the whole process
+group (the pid namespace takes every descendant with it), and stdout/stderr read while
+running and capped: a flood is stopped, not buffered.
+
+Two users, one builder: `Sandbox.run` (one tool run: iverilog, yosys, nvcc, ...) and the
+warm workers of `verifiers.warm` (a long-lived Python server). Both get the same mounts,
+namespaces, pid 1 (`limits_shell`), uid drop and environment; they differ only in what
+they bind, in the address-space limit (a server sets its children's) and in the started
+byte below (a server says it started on its own result pipe).
+
+Whether the sandbox itself failed is never read from text the candidate can print: the
+sandbox's shell writes one byte on a pipe of its own (the run's stdin, which it then
+closes and replaces with /dev/null) before it starts the command. No byte means bwrap or
+the uid drop failed (`RunResult.sandbox_fault`, infra); after the byte, everything is the
+tool's, and so the candidate's.
 
 If the sandbox cannot be set up the caller gets `SandboxUnavailable`, never an unconfined
 run; running unconfined takes an explicit `Limits(unconfined=True)`.
@@ -15,8 +29,8 @@ run; running unconfined takes an explicit `Limits(unconfined=True)`.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -25,21 +39,24 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifiers.contract import Limits
 
-# Candidates run as an unprivileged uid of their own per worker process: RLIMIT_NPROC
-# counts processes per uid, so one shared uid (e.g. nobody) would let concurrent workers
-# exhaust each other's process limit, and a fork bomb in one would fail the others.
+# Candidates run as an unprivileged uid of their own: RLIMIT_NPROC counts processes per
+# uid, so one shared uid (e.g. nobody) would let concurrent sandboxes exhaust each other's
+# process limit, and a fork bomb in one would fail the others. A process gets
+# UID_SLOTS uids: slot 0 for its tool runs, one per warm worker after that.
 SANDBOX_UID_BASE = 200_000
 SANDBOX_UID_SPAN = 60_000
+UID_SLOTS = 8
 
 
-def sandbox_uid(pid: int | None = None) -> int:
-    """The uid this process's sandboxes run as (stable for the process's life)."""
-    return SANDBOX_UID_BASE + (os.getpid() if pid is None else pid) % SANDBOX_UID_SPAN
+def sandbox_uid(pid: int | None = None, slot: int = 0) -> int:
+    """The uid a sandbox of this process runs as (stable for the process's life)."""
+    pid = os.getpid() if pid is None else pid
+    return SANDBOX_UID_BASE + (pid % (SANDBOX_UID_SPAN // UID_SLOTS)) * UID_SLOTS + slot
 
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -54,22 +71,133 @@ _SYMLINKS = (
     ("usr/lib64", "/lib64"),
     ("usr/lib32", "/lib32"),
 )
-
-
-def system_binds() -> list[str]:
-    """bwrap arguments for the read-only system dirs and the /bin, /lib ... symlinks."""
-    args: list[str] = []
-    for src in _RO_SYSTEM:
-        if os.path.exists(src):
-            args += ["--ro-bind", src, src]
-    for target, link in _SYMLINKS:
-        if os.path.exists("/" + target):
-            args += ["--symlink", target, link]
-    return args
+TMP_MIN_MB = 16
+TMP_MAX_MB = 512
 
 
 class SandboxUnavailable(RuntimeError):
     """The sandbox cannot be set up on this machine; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What one sandbox holds: its private writable dir and the host dirs it may see.
+
+    `ro` / `rw` are host dirs bound at their own path (their parents are made as empty
+    dirs); `ro_files` are (host, guest) pairs. Everything else of the host is absent.
+    """
+
+    work: Path
+    guest_work: str = "/work"
+    ro: Sequence[str] = ()
+    rw: Sequence[str] = ()
+    ro_files: Sequence[tuple[str, str]] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    gpu: bool = False
+    # a tool run gets a session of its own; a warm server stays in the process group its
+    # pool kills on a time-out (a setsid'd worker outlived its kill, seen in the tests)
+    new_session: bool = True
+
+
+def _gpu_device_nodes() -> list[str]:
+    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
+
+
+def tmp_mb(lim: Limits) -> int:
+    """The sandbox /tmp's size: one largest file, within the memory budget."""
+    return max(TMP_MIN_MB, min(lim.fsize_mb, lim.memory_mb // 4, TMP_MAX_MB))
+
+
+def limits_shell(lim: Limits, cpu_s: int | None, uid: int | None, *, status: bool) -> list[str]:
+    """The sandbox's pid 1: a shell that sets the rlimits, drops to `uid`, and runs the
+    command as its child.
+
+    The shell keeps the uid it was started with (root, when the host is root) and stays
+    pid 1 of the pid namespace: bwrap's parent-death signal reaches it (a process that
+    changed uid would have lost it, and a signal from the dropped bwrap to another uid is
+    refused), so a killed bwrap or host takes the namespace, and every process of the
+    candidate's with it, setsid'd or not. As pid 1 it also reaps orphans at once, and
+    ignores the signals a candidate could send it (it has no handlers, and another uid
+    cannot signal it anyway). The command, its child, gets SIGXCPU / SIGXFSZ as usual;
+    the shell reports its death by signal as 128+N.
+
+    `status`: first write the started byte on the status pipe that `run_capped` gives as
+    stdin, then give the command /dev/null (a server keeps its stdin: the job pipe).
+    """
+    script = ["printf s >&0", "exec 0</dev/null"] if status else []
+    if cpu_s is not None:
+        script += [f"ulimit -S -t {cpu_s}", f"ulimit -H -t {cpu_s + 1}"]  # SIGXCPU first
+    if status:  # a tool run; servers set their children's address space themselves
+        script.append(f"ulimit -v {lim.memory_mb * 1024}")  # KiB
+    script += [f"ulimit -f {lim.fsize_mb * 2048}", "ulimit -c 0"]  # 512-byte blocks in dash
+    run = '"$@"'
+    if uid is not None:  # RLIMIT_NPROC counts per uid: only meaningful for a uid of our own
+        script.append(f"ulimit -p {lim.nproc}")
+        drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
+        run = f'{drop} --inh-caps=-all --bounding-set=-all "$@"'
+    return ["/bin/sh", "-c", "; ".join([*script, run]), "sh"]
+
+
+def confined_argv(c: Confinement, lim: Limits, root: bool) -> list[str]:
+    """The bwrap argv for `c`, up to the command (`limits_shell` comes next).
+
+    As root (`root`), bwrap sets up the mounts itself without a user namespace (so it can
+    reach a Python under /root, mode 700) and the limits shell drops to the sandbox uid
+    with no capability left, so RLIMIT_NPROC applies. As another user, bwrap is
+    unprivileged and everything runs as that user.
+    """
+    if lim.unconfined:
+        return []
+    if root:
+        cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        cmd.append("--unshare-cgroup-try")
+    else:
+        cmd = ["bwrap", "--unshare-all"]
+    # the limits shell is pid 1: no bwrap init, which is left a zombie for the host's
+    # init to reap after every run (where that is slow, or absent in a container, they
+    # pile up)
+    cmd += ["--die-with-parent", "--clearenv", "--as-pid-1"]
+    if c.new_session:
+        cmd.append("--new-session")
+    for src in _RO_SYSTEM:
+        if os.path.exists(src):
+            cmd += ["--ro-bind", src, src]
+    for target, link in _SYMLINKS:
+        if os.path.exists("/" + target):
+            cmd += ["--symlink", target, link]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--perms", "1777", "--size", str(tmp_mb(lim) * 2**20), "--tmpfs", "/tmp"]
+    made: set[str] = set()
+    for path, kind in [*((p, "--ro-bind") for p in c.ro), *((p, "--bind") for p in c.rw)]:
+        if not os.path.isdir(path) or path.startswith("/usr"):
+            continue
+        for parent in reversed(Path(path).parents):
+            p = str(parent)
+            if p != "/" and p not in made:
+                made.add(p)
+                cmd += ["--perms", "0755", "--dir", p]
+        cmd += [kind, path, path]
+    for src, dst in c.ro_files:
+        cmd += ["--ro-bind", src, dst]
+    if c.gpu:
+        for node in _gpu_device_nodes():
+            cmd += ["--dev-bind", node, node]
+        for extra in ("/opt", "/usr/local/nvidia", "/sys"):
+            if os.path.exists(extra) and extra not in made:
+                cmd += ["--ro-bind", extra, extra]
+    cmd += ["--bind", str(c.work), c.guest_work, "--chdir", c.guest_work]
+    env = {"PATH": SANDBOX_PATH, "HOME": c.guest_work, "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+    env.update(c.env)
+    for k, v in env.items():
+        cmd += ["--setenv", k, v]
+    return cmd
+
+
+def host_env(c: Confinement, lim: Limits) -> dict[str, str]:
+    """The environment the host starts the sandbox with (bwrap clears it inside)."""
+    if lim.unconfined:
+        return {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(c.work), **c.env}
+    return {"PATH": SANDBOX_PATH}
 
 
 @dataclass(frozen=True)
@@ -81,14 +209,15 @@ class RunResult:
     timed_out: bool = False
     output_capped: bool = False  # a stream exceeded Limits.output_bytes; the run was stopped
     signal: int | None = None  # the signal that ended the command, if one did
+    started: bool = True  # the sandbox's shell said it started the command
 
     @property
     def sandbox_fault(self) -> str | None:
-        """The sandbox's own error line when it, not the tool, failed the run."""
-        if self.returncode == 0:
+        """Why the sandbox, not the tool, failed the run (None once the tool started)."""
+        if self.started:
             return None
-        m = _SANDBOX_FAULT.search(self.stderr[-4000:])
-        return self.stderr[m.start() :].splitlines()[0][:200] if m else None
+        first = next((ln for ln in self.stderr.splitlines() if ln.strip()), "")
+        return (first or f"the sandbox did not start (exit {self.returncode})")[:200]
 
     @property
     def limit_hit(self) -> str | None:
@@ -106,13 +235,6 @@ class RunResult:
         return None
 
 
-# Failures of the sandbox itself, not of the tool or the candidate: bwrap's own messages,
-# and fork refused when the sandbox uid's process limit is taken.
-_SANDBOX_FAULT = re.compile(
-    r"^bwrap: |Can't fork|Cannot fork|fork: retry|Resource temporarily unavailable", re.M
-)
-
-
 def _looks_oom(stderr: str) -> bool:
     tail = stderr[-2000:].lower()
     return any(s in tail for s in ("out of memory", "bad_alloc", "cannot allocate memory"))
@@ -121,18 +243,28 @@ def _looks_oom(stderr: str) -> bool:
 class Sandbox:
     """Runs argv inside the sandbox with the given limits. Reusable and thread-safe."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, slot: int = 0):
         self.limits = limits
         self._drop_uid = os.geteuid() == 0
-        self.uid = sandbox_uid() if self._drop_uid else os.geteuid()
+        self.uid = sandbox_uid(slot=slot) if self._drop_uid else os.geteuid()
         if not limits.unconfined:
             _probe(self._drop_uid)
 
+    @property
+    def drop_uid(self) -> int | None:
+        """The uid the sandbox drops to (None when it runs as the caller)."""
+        return self.uid if self._drop_uid else None
+
     def prepare_workdir(self, path: Path) -> Path:
-        """Make `path` the sandbox's private writable dir (owned by the sandbox uid)."""
+        """Make `path`, a dir the host just made, the sandbox's private writable dir."""
         path.mkdir(parents=True, exist_ok=True)
         if self._drop_uid:
-            os.chown(path, self.uid, self.uid)
+            # by descriptor, refusing a link: never chown what a candidate put in its place
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                os.fchown(fd, self.uid, self.uid)
+            finally:
+                os.close(fd)
         return path
 
     def run(
@@ -143,65 +275,22 @@ class Sandbox:
         timeout_s: float | None = None,
         cpu_s: int | None = None,
         ro_binds: Sequence[tuple[str, str]] = (),
+        ro_dirs: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
-        """Run argv confined; `timeout_s` / `cpu_s` override the Limits for this run."""
+        """Run argv confined; `timeout_s` / `cpu_s` override the Limits for this run.
+        `ro_binds`: (host, guest) pairs; `ro_dirs`: host dirs seen at their own path."""
         lim = self.limits
         timeout = lim.timeout_s if timeout_s is None else timeout_s
-        confine = [] if lim.unconfined else self._bwrap(workdir, ro_binds, env)
-        cmd = [*confine, *self._limits_shell(cpu_s or lim.cpu_s), *argv]
-        run_env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(workdir)}
-        if lim.unconfined and env:
-            run_env.update(env)
-        return _run_capped(
-            cmd,
+        c = Confinement(workdir, ro=tuple(ro_dirs), ro_files=tuple(ro_binds), env=dict(env or {}))
+        shell = limits_shell(lim, cpu_s or lim.cpu_s, self.drop_uid, status=True)
+        return run_capped(
+            [*confined_argv(c, lim, self._drop_uid), *shell, *argv],
             cwd=workdir,
-            env=run_env,
+            env=host_env(c, lim),
             timeout_s=timeout,
             cap=lim.output_bytes,
-            uid=self.uid if self._drop_uid else None,
         )
-
-    def _limits_shell(self, cpu_s: int) -> list[str]:
-        """A shell that sets the rlimits and runs the command as its child.
-
-        It is the sandbox's pid 1: pid 1 ignores signals it has no handler for, so a tool
-        run as pid 1 would shrug off SIGXCPU / SIGXFSZ; its child does not, and the shell
-        reports the child's death by signal as 128+N. Setting the limits here rather than
-        with `prlimit` outside saves an exec per run (~1 ms of a ~5 ms sandbox start).
-        """
-        lim = self.limits
-        script = [
-            f"ulimit -S -t {cpu_s}",  # the soft limit sends SIGXCPU first
-            f"ulimit -H -t {cpu_s + 1}",
-            f"ulimit -v {lim.memory_mb * 1024}",  # KiB
-            f"ulimit -f {lim.fsize_mb * 2048}",  # 512-byte blocks in dash
-            "ulimit -c 0",
-        ]
-        if self._drop_uid:  # RLIMIT_NPROC counts per uid: only meaningful for our own uid
-            script.append(f"ulimit -p {lim.nproc}")
-        return ["/bin/sh", "-c", "; ".join(script) + '; "$@"', "sh"]
-
-    @staticmethod
-    def _bwrap(
-        workdir: Path, ro_binds: Sequence[tuple[str, str]], env: Mapping[str, str] | None
-    ) -> list[str]:
-        cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
-        # No bwrap reaper as pid 1: with it, every run leaves a zombie [bwrap] for the host's
-        # init to reap, and where that is slow (or absent, as in a container without an
-        # init) they pile up against the sandbox uid's process limit until bwrap can no
-        # longer fork. The command as pid 1 takes every process of the sandbox with it.
-        cmd.append("--as-pid-1")
-        cmd += system_binds()
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for src, dst in ro_binds:
-            cmd += ["--ro-bind", src, dst]
-        cmd += ["--bind", str(workdir), "/work", "--chdir", "/work"]
-        merged = {"PATH": SANDBOX_PATH, "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
-        merged.update(env or {})
-        for k, v in merged.items():
-            cmd += ["--setenv", k, v]
-        return cmd
 
 
 _probed: dict[bool, str | None] = {}
@@ -227,17 +316,14 @@ def _probe_once(drop_uid: bool) -> str | None:
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     probe_dir = Path(tempfile.mkdtemp(prefix=f"crucible-sandbox-probe-{os.getpid()}-", dir=tmp))
     try:
-        if drop_uid:
-            os.chown(probe_dir, sandbox_uid(), sandbox_uid())
-        cmd = [*Sandbox._bwrap(probe_dir, (), None), "/bin/sh", "-c", "echo ok > probe"]
-        res = _run_capped(
-            cmd,
-            cwd=probe_dir,
-            env={"PATH": SANDBOX_PATH},
-            timeout_s=10,
-            cap=65536,
-            uid=sandbox_uid() if drop_uid else None,
-        )
+        uid = sandbox_uid() if drop_uid else None
+        if uid is not None:
+            os.chown(probe_dir, uid, uid)
+        lim = Limits()
+        c = Confinement(probe_dir)
+        shell = limits_shell(lim, None, uid, status=True)
+        cmd = [*confined_argv(c, lim, drop_uid), *shell, "/bin/sh", "-c", "echo ok > probe"]
+        res = run_capped(cmd, cwd=probe_dir, env=host_env(c, lim), timeout_s=10, cap=65536)
         if res.returncode != 0 or not (probe_dir / "probe").exists():
             return (
                 "bubblewrap could not start a sandbox "
@@ -251,29 +337,29 @@ def _probe_once(drop_uid: bool) -> str | None:
         shutil.rmtree(probe_dir, ignore_errors=True)
 
 
-def _run_capped(
+def run_capped(
     cmd: Sequence[str],
     *,
     cwd: Path,
     env: Mapping[str, str],
     timeout_s: float,
     cap: int,
-    uid: int | None,
 ) -> RunResult:
-    if uid is not None:
-        # setpriv rather than Popen(user=...): changing uid in the child makes CPython fork
-        # instead of vfork, ~4 ms per run from a large worker process; the exec is ~2 ms.
-        cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd]
+    """Run `cmd` (a `limits_shell` command) with its output capped and its time bounded."""
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group, killed whole on timeout
-    )
+    status_r, status_w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=dict(env),
+            stdin=status_w,  # the sandbox's shell writes its started byte here
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, killed whole on timeout
+        )
+    finally:
+        os.close(status_w)
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     sel = selectors.DefaultSelector()
     for stream in bufs:
@@ -310,6 +396,13 @@ def _run_capped(
     sel.close()
     for stream in bufs:
         stream.close()
+    os.set_blocking(status_r, False)
+    try:
+        started = os.read(status_r, 1) == b"s"
+    except BlockingIOError:
+        started = False
+    finally:
+        os.close(status_r)
     seconds = time.perf_counter() - start
     rc = proc.returncode
     sig = -rc if rc < 0 else (rc - 128 if rc > 128 else None)
@@ -321,6 +414,7 @@ def _run_capped(
         timed_out=timed_out,
         output_capped=capped and not timed_out,
         signal=sig,
+        started=started,
     )
 
 

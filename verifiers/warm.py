@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import glob
 import json
 import os
 import queue
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,12 +31,62 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.contract import Limits
-from verifiers.sandbox import SANDBOX_PATH, Sandbox, sandbox_uid, system_binds
+from verifiers.sandbox import (
+    SANDBOX_PATH,
+    UID_SLOTS,
+    Confinement,
+    Sandbox,
+    confined_argv,
+    limits_shell,
+    sandbox_uid,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOG_CAP = 64 * 1024
 GUEST_WORK = "/kwork"  # the worker's private dir inside the sandbox (/work may be the repo)
 START_TIMEOUT_S = 180.0  # importing torch and priming CUDA on a loaded node
+
+
+class OutputRefused(ValueError):
+    """A path or file a worker reported that the host will not read (a link, a path
+    outside the worker's dir, too large): the candidate's doing."""
+
+
+def read_beneath(root: Path, path: Path, max_bytes: int) -> bytes:
+    """Read `path` (under `root`) without following links, refusing all but a regular
+    file of at most `max_bytes`."""
+    rel = path.relative_to(root).parts
+    if not rel or any(p in (".", "..") for p in rel):
+        raise OutputRefused(f"{path} is not a file under {root}")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags | os.O_DIRECTORY)
+    try:
+        for part in rel[:-1]:
+            try:
+                nxt = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            except OSError as e:
+                raise OutputRefused(f"{path}: {part} is not a plain dir ({e.strerror})") from None
+            os.close(fd)
+            fd = nxt
+        try:
+            ffd = os.open(rel[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+        except OSError as e:
+            raise OutputRefused(f"{path}: not a plain file ({e.strerror})") from None
+    finally:
+        os.close(fd)
+    try:
+        st = os.fstat(ffd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputRefused(f"{path} is not a regular file")
+        if st.st_size > max_bytes:
+            raise OutputRefused(f"{path} is {st.st_size} bytes; at most {max_bytes} expected")
+        with os.fdopen(ffd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    finally:
+        os.close(ffd)
+    if len(data) > max_bytes:
+        raise OutputRefused(f"{path} grew past {max_bytes} bytes while read")
+    return data
 
 
 class WorkerDied(RuntimeError):
@@ -57,66 +107,28 @@ class JobTimeout(RuntimeError):
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="warm-spawner")
 
 
-def _gpu_device_nodes() -> list[str]:
-    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
-
-
 def confine(
     work: Path,
     lim: Limits,
     env: dict[str, str],
     *,
-    ro: list[str] = (),
-    rw: list[str] = (),
+    ro: Sequence[str] = (),
+    rw: Sequence[str] = (),
     gpu: bool = False,
+    uid: int | None = None,
 ) -> list[str]:
-    """The argv prefix that runs a command confined, with `work` as its private dir
-    (at GUEST_WORK) and `ro` / `rw` host dirs at their own paths.
-
-    As root, bwrap sets up the mounts itself (so it can reach a Python under /root, mode
-    700) without a user namespace, and setpriv then drops to the sandbox uid with no
-    capability left, so RLIMIT_NPROC applies. As another user, bwrap is unprivileged.
-    `Limits(unconfined=True)` gives rlimits only: the caller's explicit opt-out.
-    """
-    shell = ["/bin/sh", "-c", f'ulimit -c 0; ulimit -f {lim.fsize_mb * 2048}; exec "$@"', "sh"]
-    if lim.unconfined:
-        return shell
+    """The argv prefix that runs a server confined (`verifiers.sandbox.confined_argv`),
+    with `work` as its private dir at GUEST_WORK and `ro` / `rw` host dirs at their own
+    paths; the limits shell exec's the server. `uid`: the sandbox uid (root only)."""
+    c = Confinement(work, GUEST_WORK, ro=ro, rw=rw, env=env, gpu=gpu, new_session=False)
     root = os.geteuid() == 0
-    if root:
-        cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
-        cmd.append("--unshare-cgroup-try")
-    else:
-        cmd = ["bwrap", "--unshare-all"]
-    # no --new-session: the worker must stay in the process group the pool kills on a
-    # timeout (a setsid'd worker outlived its kill and spun on, seen in the tests); its
-    # stdin is a pipe, never a terminal, so there is no TIOCSTI to guard against
-    cmd += ["--die-with-parent", "--clearenv", "--as-pid-1", *system_binds()]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
-    made: set[str] = set()
-    for path, kind in [*((p, "--ro-bind") for p in ro), *((p, "--bind") for p in rw)]:
-        if not os.path.isdir(path) or path.startswith("/usr"):
-            continue
-        for parent in reversed(Path(path).parents):
-            p = str(parent)
-            if p != "/" and p not in made:
-                made.add(p)
-                cmd += ["--perms", "0755", "--dir", p]
-        cmd += [kind, path, path]
-    if gpu:
-        for node in _gpu_device_nodes():
-            cmd += ["--dev-bind", node, node]
-        for extra in ("/opt", "/usr/local/nvidia", "/sys"):
-            if os.path.exists(extra) and extra not in made:
-                cmd += ["--ro-bind", extra, extra]
-    cmd += ["--bind", str(work), GUEST_WORK, "--chdir", GUEST_WORK]
-    for k, v in env.items():
-        cmd += ["--setenv", k, v]
-    if root:
-        uid = str(sandbox_uid())
-        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-        cmd += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
-        shell[2] = f"ulimit -p {lim.nproc}; " + shell[2]
-    return [*cmd, *shell]
+    if uid is None and root:
+        uid = sandbox_uid()
+    # unconfined (the user's explicit opt-out) a server runs as the caller, as it always
+    # did: its interpreter may sit where only the caller can read
+    drop = uid if root and not lim.unconfined else None
+    shell = limits_shell(lim, None, drop, status=False)
+    return [*confined_argv(c, lim, root), *shell]
 
 
 @dataclass
@@ -144,10 +156,15 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.results = None
         self.jobs_done = 0
+        self.starts = 0
         self.log_path = self.home / "worker.log"
-        self._sandbox = Sandbox(limits)  # probes bubblewrap unless unconfined
+        # a uid of its own per worker: a fork bomb in one worker cannot use up another's
+        # process limit, nor can one worker's candidate signal another's processes
+        slot = 1 + index % (UID_SLOTS - 1)
+        self._sandbox = Sandbox(limits, slot=slot)  # probes bubblewrap unless unconfined
         self._uid = self._sandbox.uid
-        self.work = self._sandbox.prepare_workdir(self.home / "w")
+        self.work = self.home / "w0"
+        self._outs = 0
         self.start()
 
     # --- what a domain supplies ---------------------------------------------------------
@@ -160,29 +177,43 @@ class Worker:
 
     # --- lifecycle ------------------------------------------------------------------
     def python_env(self) -> dict[str, str]:
-        """The environment every Python server starts with."""
+        """The environment every Python server starts with (`python_argv` runs it with
+        -I, which ignores PYTHON* variables: the flags say what they used to)."""
         return {
             "PATH": f"{Path(sys.executable).parent}:{SANDBOX_PATH}",
-            "PYTHONPATH": str(REPO_ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONUNBUFFERED": "1",
             "HOME": str(self.work) if self.limits.unconfined else GUEST_WORK,
             "OMP_NUM_THREADS": "1",
         }
 
     @staticmethod
+    def python_argv(module: str, *args: str) -> list[str]:
+        """argv that runs `module` as __main__ in an isolated interpreter: -I (no cwd,
+        script dir, PYTHON* variables or user site on sys.path) with the repo's code
+        prepended from where the host has it (a read-only bind inside the sandbox).
+        Nothing the candidate writes, anywhere, is on the import path."""
+        boot = (
+            "import runpy, sys; "
+            f"sys.path.insert(0, {str(REPO_ROOT)!r}); "
+            "m = sys.argv[1]; sys.argv = [m, *sys.argv[2:]]; "
+            "runpy.run_module(m, run_name='__main__', alter_sys=True)"
+        )
+        return [sys.executable, "-I", "-B", "-u", "-c", boot, module, *args]
+
+    @staticmethod
     def python_paths() -> list[str]:
-        """Host dirs a Python server reads: the interpreter's prefixes and the repo."""
+        """Host dirs a Python server reads: the interpreter's prefixes and the verifiers
+        package (not the repo: tasks/ holds the references, .git and a lake may be there)."""
         prefixes = {sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix)}
-        return [*sorted(prefixes), str(REPO_ROOT)]
+        return [*sorted(prefixes), str(REPO_ROOT / "verifiers")]
 
     def start(self) -> None:
+        self._fresh_work()
         self.before_start()
         r, w = os.pipe()
         spec = self.command(w)
-        cmd = confine(
-            self.work, spec.limits or self.limits, spec.env, ro=spec.ro, rw=spec.rw, gpu=spec.gpu
-        )
+        uid = self._sandbox.drop_uid
+        lim = spec.limits or self.limits
+        cmd = confine(self.work, lim, spec.env, ro=spec.ro, rw=spec.rw, gpu=spec.gpu, uid=uid)
         log = open(self.log_path, "wb")  # noqa: SIM115
         self.proc = _SPAWNER.submit(
             subprocess.Popen,
@@ -220,6 +251,15 @@ class Worker:
             self.results.close()
         self.proc = None
 
+    def _fresh_work(self) -> None:
+        """A new private dir for every start: nothing a candidate left in the last one
+        (planted modules, links, files for the next candidate to find) carries over."""
+        old = self.work
+        shutil.rmtree(old, ignore_errors=True)  # fd-based: never follows a planted link
+        self.starts += 1
+        self.work = self._sandbox.prepare_workdir(self.home / f"w{self.starts}")
+        self._outs = 0
+
     def restart(self) -> None:
         self.stop()
         self.start()
@@ -237,8 +277,15 @@ class Worker:
         return data[-n:].decode("utf-8", "replace")
 
     def fresh_outdir(self) -> Path:
-        out = self.work / "out"
-        shutil.rmtree(out, ignore_errors=True)
+        """A new dir for one job's outputs, made by the host under a name the candidate
+        cannot know in advance; the previous ones (already read) are removed."""
+        for old in self.work.glob("out-*"):
+            shutil.rmtree(old, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                old.unlink()  # a link or file planted under that name
+        self._outs += 1
+        out = self.work / f"out-{self._outs}-{os.urandom(6).hex()}"
+        out.mkdir(mode=0o700)  # fails on anything already there
         return self._sandbox.prepare_workdir(out)  # owned by the uid the worker has
 
     def guest_path(self, host: Path) -> str:
@@ -248,10 +295,23 @@ class Worker:
         return f"{GUEST_WORK}/{host.relative_to(self.work)}"
 
     def host_path(self, guest: str) -> Path:
-        """A path the worker reported, as this side of the sandbox sees it."""
-        if self.limits.unconfined or not guest.startswith(GUEST_WORK + "/"):
-            return Path(guest)
-        return self.work / guest[len(GUEST_WORK) + 1 :]
+        """A path the worker reported, as the host sees it: only under the worker's dir,
+        never with `..`; anything else is `OutputRefused`. The path may still hold links
+        the candidate planted: open it with `read_output`, never by name."""
+        root = str(self.work) if self.limits.unconfined else GUEST_WORK
+        if not guest.startswith(root + "/"):
+            raise OutputRefused(f"{guest!r} is outside the worker's dir")
+        rel = guest[len(root) + 1 :]
+        parts = rel.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise OutputRefused(f"{guest!r} is not a plain path under the worker's dir")
+        return self.work.joinpath(*parts)
+
+    def read_output(self, guest: str, max_bytes: int) -> bytes:
+        """The bytes of a file the worker wrote, read by the host without following a
+        link at any step (each component opened with O_NOFOLLOW from its parent's
+        descriptor), only a regular file, at most `max_bytes`."""
+        return read_beneath(self.work, self.host_path(guest), max_bytes)
 
     def run(self, job: dict, timeout_s: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:

@@ -121,3 +121,99 @@ def test_runs_leave_no_processes_behind(box):
     for _ in range(24):
         res, _ = box("(sleep 5 &); true", nproc=16)
         assert res.returncode == 0, res.stderr
+
+
+def _alive(marker: str) -> list[str]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmd = Path(f"/proc/{name}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmd:
+                out.append(name)
+    return out
+
+
+def test_setsid_double_fork_survivors_die_with_the_run(box):
+    # the run's pid namespace ends with its pid 1: a daemonized process goes with it
+    res, _ = box("setsid sh -c '(sleep 71 &) ; sleep 72' & sleep 0.2; echo done")
+    assert res.returncode == 0 and res.stdout.strip() == "done"
+    deadline = time.monotonic() + 5
+    while _alive("sleep 7") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive("sleep 71") and not _alive("sleep 72")
+
+
+def test_a_killed_bwrap_takes_the_whole_sandbox(tmp_path):
+    # what a host that dies (SIGKILL) or a time-out does: bwrap goes, so must the candidate
+    import subprocess
+
+    from verifiers.sandbox import Confinement, confined_argv, host_env, limits_shell
+
+    with tempfile.TemporaryDirectory(prefix="crucible-sandbox-test-") as tmp:
+        lim = Limits()
+        sb = Sandbox(lim)
+        work = sb.prepare_workdir(Path(tmp))
+        c = Confinement(work)
+        shell = limits_shell(lim, 30, sb.drop_uid, status=False)
+        cmd = [*confined_argv(c, lim, sb.drop_uid is not None), *shell]
+        cmd += ["/bin/sh", "-c", "setsid sleep 73 & sleep 74"]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=host_env(c, lim))
+        deadline = time.monotonic() + 5
+        while not (_alive("sleep 73") and _alive("sleep 74")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive("sleep 73"), "the sandbox did not start"
+        os.kill(proc.pid, 9)  # bwrap itself, not its process group
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while (_alive("sleep 73") or _alive("sleep 74")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive("sleep 73") and not _alive("sleep 74")
+
+
+def test_a_sandbox_fault_is_read_from_the_sandbox_not_from_the_candidate(box, monkeypatch):
+    # a candidate printing bwrap's own error words is still the candidate's run
+    res, _ = box("echo 'bwrap: Can't fork: Resource temporarily unavailable' >&2; exit 1")
+    assert res.started and res.sandbox_fault is None
+    # a sandbox that cannot start the command is the sandbox's fault
+    from verifiers import sandbox as sb_mod
+
+    real = sb_mod.confined_argv
+    monkeypatch.setattr(
+        sb_mod, "confined_argv", lambda *a, **k: [*real(*a, **k), "--no-such-bwrap-option"]
+    )
+    res, _ = box("true")
+    assert not res.started and res.sandbox_fault
+
+
+def test_tmp_is_capped_in_size(box):
+    # tmpfs pages are outside the address-space limit: an uncapped /tmp was a way round it
+    res, _ = box("head -c 100000000 /dev/zero > /tmp/fill; echo rc=$?", fsize_mb=256, memory_mb=256)
+    assert "rc=0" not in res.stdout
+    assert "No space left" in res.stderr
+
+
+def test_another_sandboxs_processes_do_not_count_against_this_one():
+    # each worker has a uid of its own: RLIMIT_NPROC held by one cannot starve another
+    import threading
+
+    with (
+        tempfile.TemporaryDirectory(prefix="crucible-sandbox-test-") as a,
+        tempfile.TemporaryDirectory(prefix="crucible-sandbox-test-") as b,
+    ):
+        hog, other = Sandbox(Limits(nproc=6), slot=1), Sandbox(Limits(nproc=6), slot=2)
+        if os.geteuid() == 0:
+            assert hog.uid != other.uid
+        wa, wb = hog.prepare_workdir(Path(a)), other.prepare_workdir(Path(b))
+        t = threading.Thread(
+            target=hog.run,
+            args=(["/bin/sh", "-c", "while :; do sleep 2 & done"], wa),
+            kwargs={"timeout_s": 3},
+        )
+        t.start()
+        time.sleep(0.5)
+        res = other.run(["/bin/sh", "-c", "sleep 0.1 & sleep 0.1 & wait; echo ok"], wb)
+        t.join()
+        assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr

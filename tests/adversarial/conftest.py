@@ -1,0 +1,16 @@
+"""Fixtures of the adversarial suite: the host's canaries, planted once per test."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.adversarial.harness import close_outside, make_outside
+
+
+@pytest.fixture
+def outside():
+    out = make_outside()
+    try:
+        yield out
+    finally:
+        close_outside(out)
