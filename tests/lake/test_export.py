@@ -558,3 +558,40 @@ def test_export_after_the_real_dedup_pass(tmp_path: Path):
         for a, b in itertools.combinations(subjects, 2):
             assert jaccard(s.code[a], s.code[b]) < THRESHOLD, (kind, s.label(a), s.label(b))
     assert all(r["rejected_id"] in s.compiled_failures for r in read_kind(result.path, "dpo"))
+
+
+def test_a_pass_whose_equivalence_stayed_unknown_is_left_out_unless_asked(tmp_path: Path):
+    # a design that passed its testbench but that formal checking could not prove equal to
+    # the reference (e.g. a trojan far past the bound) is never taught as verified code
+    from tests.lake.export_fixtures import T0, TOOLCHAIN, checks
+
+    s = build(tmp_path / "lake")
+    task = s.tasks["adder8"]
+    cid = s.ids["adder_rewrite"]
+    later = T0.replace("2025", "2027")
+    with BatchWriter(s.lake, run_id="unproven") as w:
+        w.add_verdict(
+            Verdict(
+                candidate_id=cid,
+                task_id=task.task_id,
+                domain=task.domain,
+                verifier="rtl",
+                verifier_version="2",
+                status="pass",
+                checks=checks("pass"),
+                metrics={"area": 60.0, "cells": 12, "equivalence": "unknown"},
+                toolchain=TOOLCHAIN,
+                created_at=later,
+            )
+        )
+    strict = run_export(s, tmp_path / "out", name="strict")
+    loose = run_export(s, tmp_path / "out", name="loose", require_proven=False)
+    subjects = {r["candidate_id"] for r in read_kind(strict.path, "sft_direct")}
+    assert cid not in subjects
+    assert cid in {r["candidate_id"] for r in read_kind(loose.path, "sft_direct")}
+    for kind in ("dpo", "sft_optimize"):
+        for row in read_kind(strict.path, kind):
+            assert cid not in (row.get("chosen_id"), row.get("candidate_id"))
+    assert strict.manifest["stats"]["sft_direct"]["unproven_dropped"] >= 1
+    card = (strict.path / "README.md").read_text()
+    assert "require_proven" in card and "testbench" in card
