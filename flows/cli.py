@@ -16,7 +16,21 @@ from flows import render
 from verifiers.catalog import TaskSpecError, load_catalog
 from verifiers.contract import Limits, Status, Task
 
-app = typer.Typer(
+
+class _Crucible(typer.Typer):
+    """The command as a process's entry point (the `crucible` script, `python -m
+    flows.cli`) first starts the reaper: whatever the command starts (Prefect's server,
+    Ray's cluster, verifier workers, scratch files) is gone when it ends, also after a
+    SIGKILL. In-process invocations (typer's CliRunner in tests) do not come through here."""
+
+    def __call__(self, *args, **kwargs):
+        from flows import reaper
+
+        reaper.guard()
+        return super().__call__(*args, **kwargs)
+
+
+app = _Crucible(
     help="Crucible: execution-verified training data for industrial code.\n\n"
     "`crucible run` ingests the task catalog, generates candidates, verifies them on Ray "
     "actors and writes everything to the Delta lake; `crucible sql` queries it.",
@@ -352,6 +366,38 @@ def _run_flow(flow_fn, settings) -> dict:
     except (LakeError, ExportError) as e:
         con.print(f"[bold red]{type(e).__name__}:[/] {e}")
         raise typer.Exit(2) from None
+
+
+@app.command()
+def repair(
+    lake: LakeOpt = DEFAULT_LAKE,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list the missing files.")
+    ] = False,
+) -> None:
+    """Drop data files that a table's log lists but that are gone from disk (Delta's
+    FSCK), so a lake that `crucible run` refuses for a missing file opens again. The rows
+    of those files are lost; the next `crucible run` redoes the work they recorded
+    (verdicts are verified again, candidates regenerated). Restore the files from a
+    backup instead if you have one."""
+    from lake.maintenance import repair as fsck
+    from lake.store import Lake, LakeError
+
+    con = render.console()
+    try:
+        store = Lake(lake, check_files=False)
+        removed = fsck(store, dry_run=dry_run)
+        if not dry_run:
+            Lake(lake)  # opens as any command will: every listed file is there now
+    except LakeError as e:
+        con.print(f"[bold red]lake error:[/] {e}")
+        raise typer.Exit(2) from None
+    total = sum(map(len, removed.values()))
+    for table, files in removed.items():
+        for f in files:
+            con.print(f"{table}: {f} {'missing' if dry_run else 'dropped (missing)'}")
+    verb = "missing" if dry_run else "dropped"
+    con.print(f"repair: {total} data file(s) {verb}; lake {lake}")
 
 
 @app.command()

@@ -26,6 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from flows import stages
 from flows.stages import PipelineSettings, StageContext
 from lake.schema import Run
+from lake.store import LakeFull
 from lake.writer import BatchWriter
 from verifiers.contract import utc_now
 
@@ -164,6 +165,8 @@ def _record_run(
     try:
         with BatchWriter(ctx.lake, run_id=ctx.run_id) as w:
             w.add_run(run)
+    except LakeFull as e:  # the flow's own error says so already, or will
+        log.warning("could not record run %s: %s", ctx.run_id, e)
     except Exception:  # the run row must never hide the flow's own error
         log.exception("could not record run %s", ctx.run_id)
 

@@ -17,7 +17,7 @@ import contextvars
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,7 @@ class StageContext:
     con: duckdb.DuckDBPyConnection
     run_id: str
     counts: dict[str, Any] = field(default_factory=dict)
-    refused: list[TaskSpecError] = field(default_factory=list)
+    refused: list[TaskSpecError | ReferenceFails] = field(default_factory=list)
     # verifier actors per domain, started once per run (released with the context)
     pools: dict[str, Any] = field(default_factory=dict)
     export_manifest: dict[str, Any] | None = None  # what the export stage wrote, if it ran
@@ -175,21 +175,107 @@ def load_tasks(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Task
 
 
 def ingest(ctx: StageContext) -> None:
-    """The task catalog into the `tasks` table; malformed tasks are refused, not written."""
+    """The task catalog into the `tasks` table; malformed tasks are refused, not written.
+    Then every task's reference is checked (`check_references`): a task whose reference
+    fails is refused too, and no stage selects it."""
     s = ctx.settings
     tasks: list[Task] = []
+    errors: list[TaskSpecError] = []
     for root in s.task_roots:
-        loaded, errors = load_catalog(root, s.domains, s.task_names)
+        loaded, bad = load_catalog(root, s.domains, s.task_names)
         tasks += loaded
-        ctx.refused += errors
-    for e in ctx.refused:
+        errors += bad
+    for e in errors:
         log.warning("refused task: %s", e)
+    ctx.refused += errors
     with BatchWriter(ctx.lake, run_id=ctx.run_id) as w:
         for t in tasks:
             w.add_task(t)
     ctx.count("tasks", len(tasks))
-    ctx.count("tasks_refused", len(ctx.refused))
     ctx.count("tasks_written", w.stats["tasks"].written)
+    failing = check_references(ctx, tasks)
+    ctx.refused += failing
+    ctx.count("tasks_refused", len(errors) + len(failing))
+
+
+class ReferenceFails(ValueError):
+    """A task whose reference does not pass its own verifier: every candidate of it would
+    be judged against a broken reference (seen: a CAD reference that raises made each
+    candidate an infra_error, retried forever)."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self.task_id, self.name, self.domain = row["task_id"], row["name"], row["domain"]
+        first = (row["feedback"] or "").strip().splitlines()
+        why = f"{row['status']} {row['code'] or ''}".strip()
+        super().__init__(
+            f"{row['domain']}/{row['name']}: its reference fails its own verifier "
+            f"({row['verifier']} {row['verifier_version']}: {why}"
+            f"{': ' + first[0][:200] if first else ''}); the task is refused: no "
+            "candidates are generated, verified or exported for it until its reference "
+            "(or the verifier) is fixed"
+        )
+
+
+REFERENCE_GENERATOR = "catalog:reference"  # the offline channel's label for it
+HARNESS_BROKEN = "harness_error"  # the one infra code that is the task's own fault
+
+
+def reference_candidate(task: Task) -> Candidate:
+    """The task's reference as a candidate: the id the offline channel's reference
+    candidate (or a model's answer equal to it) has, so its verdict serves them too."""
+    return Candidate(
+        task_id=task.task_id, code=task.reference, origin="reference", generator=REFERENCE_GENERATOR
+    )
+
+
+def check_references(ctx: StageContext, tasks: list[Task]) -> list[ReferenceFails]:
+    """Verify each task's reference with its domain's verifier (the run's limits), once
+    per verifier version (`sql/reference_todo.sql`). Only the verdict is stored: no
+    candidate row, so a channel that does not generate references (a model) gets none in
+    its data; the offline channel's reference candidate, generated next, is found judged.
+    Returns the tasks refused for their reference (`reference_checks`), with the reason."""
+    s = ctx.settings
+    by_task = {t.task_id: t for t in tasks if t.reference}
+    by_domain: dict[str, list[Candidate]] = {}
+    for domain in sorted({t.domain for t in by_task.values()}):
+        v = get_verifier(domain)
+        rows = db.rows(
+            ctx.con,
+            "reference_todo",
+            domain=domain,
+            verifier=v.name,
+            verifier_version=v.version_for(s.limits),
+            task_ids=[i for i, t in by_task.items() if t.domain == domain],
+        )
+        if rows:
+            by_domain[domain] = [reference_candidate(by_task[r["task_id"]]) for r in rows]
+    unchecked: list[Verdict] = []
+
+    def judged(v: Verdict) -> bool:
+        # An infra_error says nothing of the reference (the machine failed, e.g. no GPU
+        # here): not stored, so the next run checks again; the task is not refused.
+        if v.status.is_infra and v.code != HARNESS_BROKEN:
+            unchecked.append(v)
+            return False
+        return True
+
+    ctx.count(
+        "references_verified", _verify_into_lake(ctx, by_domain, by_task, "references", judged)
+    )
+    for v in unchecked:
+        log.warning(
+            "the reference of %s/%s could not be checked (%s: %s); checked again next run",
+            v.domain,
+            by_task[v.task_id].name,
+            v.code,
+            (v.feedback or "").strip().split("\n")[0][:200],
+        )
+    ctx.count("references_unchecked", len(unchecked))
+    failing = db.rows(ctx.con, "refused_tasks", task_ids=list(by_task))
+    out = [ReferenceFails(r) for r in failing]
+    for e in out:
+        log.warning("refused task: %s", e)
+    return out
 
 
 # --- generate ---------------------------------------------------------------------------
@@ -231,7 +317,11 @@ def generate(ctx: StageContext, gen: Generator | None = None) -> None:
     """Candidates for the tasks that still lack them (`sql/generation_todo.sql`).
 
     A task's candidates are committed together (whole tasks per commit), so a task with
-    any candidate of this generator's channel is complete and a rerun skips it.
+    any candidate of this generator's channel is complete for the run that made them and
+    a rerun skips it. A deterministic channel given `candidates_per_task` is asked again
+    for a task that has fewer perturbations than that (it returns the same candidates
+    plus the missing ones, and the writer appends only those), so raising it tops tasks
+    up; a task that cannot reach the number is asked on every such run, adding nothing.
     """
     with _generator(ctx, gen) as g:
         _generate(ctx, g)
@@ -246,8 +336,9 @@ def _generate(ctx: StageContext, gen: Generator) -> None:
         task_ids=task_ids(ctx),
         origins=list(gen.origins),
         generator=gen.candidates_like,
+        capped_origin=CAPPED_ORIGIN,
     )
-    todo = [r for r in todo if r["have"] < want]
+    todo = [r for r in todo if _short(s, gen, r, want)]
     tasks = load_tasks(ctx.con, [r["task_id"] for r in todo])
     have = {r["task_id"]: r["have"] for r in todo}
     rep = reporter()
@@ -269,6 +360,17 @@ def _generate(ctx: StageContext, gen: Generator) -> None:
     ctx.count("candidates_written", w.stats["candidates"].written)
     ctx.counts["generator_stats"] = dict(gen.stats)
     rep.done()
+
+
+# what `candidates_per_task` counts for a deterministic channel: its perturbations (the
+# reference and its rewrites come on top, as many as the task allows)
+CAPPED_ORIGIN = "perturb"
+
+
+def _short(s: PipelineSettings, gen: Generator, row: dict[str, Any], want: int) -> bool:
+    if gen.deterministic and row["have"] and s.candidates_per_task is not None:
+        return row["have_capped"] < s.candidates_per_task
+    return row["have"] < want
 
 
 def _wanted_per_task(s: PipelineSettings, gen: Generator) -> int:
@@ -321,12 +423,27 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
     by_domain: dict[str, list[Candidate]] = {}
     for domain in domains or s.domains:
         by_domain[domain] = pending_candidates(ctx.con, domain, ids, s.limits)
+    tasks = load_tasks(ctx.con, sorted({c.task_id for cs in by_domain.values() for c in cs}))
+    total = _verify_into_lake(ctx, by_domain, tasks, "verify")
+    ctx.count("verified", total)
+    ctx.count("verify_seconds", round(time.perf_counter() - t0, 3))
+
+
+def _verify_into_lake(
+    ctx: StageContext,
+    by_domain: dict[str, list[Candidate]],
+    tasks: dict[str, Task],
+    stage: str,
+    keep: Callable[[Verdict], bool] | None = None,
+) -> int:
+    """Verify candidates on the cluster's actors and append their verdicts (those `keep`
+    accepts); the count verified."""
+    s = ctx.settings
     total = sum(map(len, by_domain.values()))
     rep = reporter()
-    rep.stage("verify", total)
+    rep.stage(stage, total)
     if total:
         cluster.start(s.ray)
-    tasks = load_tasks(ctx.con, sorted({c.task_id for cs in by_domain.values() for c in cs}))
     statuses: dict[str, int] = {}
     verifier_ms = 0.0
     with BatchWriter(ctx.lake, run_id=ctx.run_id, batch_size=s.verdict_batch) as w:
@@ -334,7 +451,8 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
         def on_batch(verdicts: list[Verdict]) -> None:
             nonlocal verifier_ms
             for v in verdicts:
-                w.add_verdict(v)
+                if keep is None or keep(v):
+                    w.add_verdict(v)
                 statuses[v.status.value] = statuses.get(v.status.value, 0) + 1
                 verifier_ms += v.duration_ms
             rep.advance(len(verdicts))
@@ -344,13 +462,14 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
                 domain, cands, tasks, s.limits, s.pool, on_batch, pools=ctx.pools
             ):
                 pass
-    ctx.count("verified", total)
-    ctx.count("verdicts_written", w.stats["verdicts"].written)
-    ctx.count("verifier_seconds", round(verifier_ms / 1000, 3))
-    ctx.count("verify_seconds", round(time.perf_counter() - t0, 3))
+    # the verify stage's counts are the run's; another stage's go under its own name
+    pre = "" if stage == "verify" else f"{stage}_"
+    ctx.count(f"{pre}verdicts_written", w.stats["verdicts"].written)
+    ctx.count(f"{pre}verifier_seconds", round(verifier_ms / 1000, 3))
     for k, n in statuses.items():
-        ctx.count(f"status_{k}", n)
+        ctx.count(f"{pre}status_{k}", n)
     rep.done()
+    return total
 
 
 # --- repair -----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Keeping the lake fast and small: compaction, checkpoints, vacuum.
+"""Keeping the lake fast and small: compaction, checkpoints, vacuum; and repair.
 
 Every batch commit adds a file per partition; compaction rewrites them into few large files
 (the FACTS run: 1,000 files into 1 in 0.16 s). Vacuum then deletes files no version within
@@ -102,3 +102,26 @@ def _sweep_blob_temps(lake: Lake, retention_hours: int, dry_run: bool) -> list[s
         except FileNotFoundError:
             continue  # another vacuum or the writer itself got there first
     return removed
+
+
+def repair(lake: Lake, *, dry_run: bool = False) -> dict[str, list[str]]:
+    """Drop from every table the data files its log lists but the disk lost (Delta's
+    FSCK: one commit of remove actions per damaged table); the files per table.
+
+    The rows of those files are gone from the lake. Nothing else needs them to be: the
+    stage that wrote them finds that work undone and redoes it on the next run (a lost
+    verdict is verified again, a lost candidate regenerated). Open the lake with
+    `Lake(root, check_files=False)`: a normal open refuses such a lake.
+    """
+    out: dict[str, list[str]] = {}
+    for name in TABLES:
+        metrics = lake.table(name).repair(dry_run=dry_run)
+        out[name] = list(metrics.get("files_removed") or ())
+        if out[name]:
+            log.warning(
+                "repair %s: %d missing data files %s",
+                name,
+                len(out[name]),
+                "found" if dry_run else "dropped from the table",
+            )
+    return out

@@ -37,6 +37,29 @@ class LakeError(Exception):
     """The lake cannot be used as it is; the message says what to do."""
 
 
+class LakeFull(LakeError):
+    """The lake's file system has no space left. Raised before anything was committed:
+    a Delta commit is one atomic log file and blobs are renamed into place whole."""
+
+    def __init__(self, root: Path, what: str) -> None:
+        super().__init__(
+            f"the lake's disk is full at {root}: free space and run again; nothing was "
+            f"half-written ({what} not committed, every committed row is intact, and the "
+            "next run resumes where the lake stopped)"
+        )
+
+
+# errno texts as the Rust object store reports them (os error 28: ENOSPC, 122: EDQUOT)
+_FULL_WORDS = ("no space left on device", "disk quota exceeded", "os error 28", "os error 122")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return any(w in text for w in _FULL_WORDS)
+
+
 def first_line(exc: BaseException) -> str:
     # delta-rs appends a Rust backtrace to its messages; the first line is the useful part.
     text = str(exc).strip()
@@ -53,9 +76,12 @@ class Lake:
 
     `readonly=True` opens an existing lake without creating or probing anything, so a
     lake on a read-only mount (an archived snapshot) can still be queried.
+    `check_files=False` opens a lake whose tables lost data files (for `repair` only).
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, readonly: bool = False) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, readonly: bool = False, check_files: bool = True
+    ) -> None:
         text = os.fspath(root)
         if "://" in text and not text.startswith("file://"):
             raise LakeError(
@@ -65,6 +91,7 @@ class Lake:
         self.root = Path(text.removeprefix("file://")).expanduser().absolute()
         self.storage_options: dict[str, str] | None = None
         self.readonly = readonly
+        self.check_files = check_files
         self._open()
 
     def __repr__(self) -> str:
@@ -183,6 +210,23 @@ class Lake:
                 f"table {name!r} at {path} lacks columns {missing}: it was written by another "
                 "Crucible version; migrate it or use a new lake"
             )
+        if self.check_files:
+            self._check_files(name, dt)
+
+    def _check_files(self, name: str, dt: DeltaTable) -> None:
+        """Every data file the table's log lists is there. A deleted one otherwise
+        surfaces as a DuckDB IOException in the middle of a stage, after work was done."""
+        gone = [uri for uri in dt.file_uris() if not os.path.exists(uri)]
+        if not gone:
+            return
+        shown = ", ".join(str(Path(u).relative_to(self.root)) for u in gone[:3])
+        more = f" and {len(gone) - 3} more" if len(gone) > 3 else ""
+        raise LakeError(
+            f"table {name!r} of lake {self.root} is missing {len(gone)} of its data files "
+            f"({shown}{more}): restore them from a backup, or run `crucible repair --lake "
+            f"{self.root}` to drop them from the table (their rows are lost; the stages "
+            "that wrote them redo that work on the next run)"
+        )
 
     def _load(self, name: str) -> DeltaTable:
         path = self.table_path(name)
@@ -258,16 +302,23 @@ class Lake:
         dest = self.artifact_file(sha)
         if dest.exists():
             return sha
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        # Temp file in the same directory + rename: readers never see a partial blob, and
-        # two writers of the same blob both end with identical content.
-        fd, tmp = tempfile.mkstemp(prefix=f".{sha}.", suffix=".tmp", dir=dest.parent)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            # Temp file in the same directory + rename: readers never see a partial blob,
+            # and two writers of the same blob both end with identical content.
+            fd, tmp = tempfile.mkstemp(prefix=f".{sha}.", suffix=".tmp", dir=dest.parent)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise LakeFull(self.root, f"a blob of {len(data):,} bytes") from None
+            raise
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, dest)
-        except BaseException:
+        except BaseException as exc:
             Path(tmp).unlink(missing_ok=True)
+            if is_disk_full(exc):
+                raise LakeFull(self.root, f"a blob of {len(data):,} bytes") from None
             raise
         return sha
 

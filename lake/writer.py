@@ -38,7 +38,7 @@ from lake.schema import (
     verdict_artifact_rows,
     verdict_row,
 )
-from lake.store import Lake, first_line
+from lake.store import Lake, LakeFull, first_line, is_disk_full
 from verifiers.contract import Candidate, Task, Verdict
 
 log = logging.getLogger(__name__)
@@ -188,10 +188,13 @@ class BatchWriter:
                 break
             try:
                 version = self._commit(table, fresh)
-            except (CommitFailedError, DeltaError) as exc:
-                if not _is_conflict(exc) or attempt >= self.max_retries:
+            except (CommitFailedError, DeltaError, OSError) as exc:
+                full = is_disk_full(exc)
+                if full or not _is_conflict(exc) or attempt >= self.max_retries:
                     # Put the rows back: a caller that retries flush() loses nothing.
                     self._buffers[table] = list(unique.values()) + self._buffers[table]
+                    if full:
+                        raise LakeFull(self.lake.root, f"{len(fresh)} {table} rows") from None
                     raise
                 stats.retries += 1
                 delay = self.backoff_s * 2**attempt * random.uniform(0.5, 1.5)
@@ -272,10 +275,13 @@ class BatchWriter:
             self.flush()
         finally:
             self._closed = True
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+            self._close_connection()
         log.info("lake writer closed: %s", self.summary())
+
+    def _close_connection(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
     def summary(self) -> dict[str, Any]:
         """Counters as plain dicts (what a run row's `counts` records)."""
@@ -295,6 +301,12 @@ class BatchWriter:
     ) -> None:
         if exc is None:
             self.close()
+            return
+        if isinstance(exc, LakeFull):
+            # the disk is still full: a last flush would only fail again. The rows stay
+            # uncommitted (a rerun redoes them); what was committed is whole.
+            self._closed = True
+            self._close_connection()
             return
         try:
             self.close()

@@ -30,6 +30,7 @@ WITH pool AS (
     JOIN latest_verdicts AS v ON v.candidate_id = c.candidate_id
     LEFT JOIN latest_dedup AS d ON d.candidate_id = c.candidate_id
     WHERE t.split = 'train'
+        AND t.task_id NOT IN (SELECT task_id FROM reference_checks WHERE refused)
         AND v.status <> 'infra_error'
         AND (
             (v.status = 'pass' AND d.keeper AND NOT d.contaminated)

@@ -4,7 +4,8 @@
 -- says so). It need not be a keeper: many chains converge on one verified variant, and a
 -- row is told apart by its failed attempts, which the export filters for near duplicates
 -- instead. Every earlier turn must be a real failure: its verdict
--- is no infra_error (that feedback is the infrastructure's, not the code's), its current
+-- is no infra_error (that feedback is the infrastructure's, not the code's) and no
+-- anti-cheat rejection (an attack, not a mistake: see below), its current
 -- outcome is still a failure (a re-verification that passes it makes the "fix" a
 -- rewrite), and its code is not contaminated. A trajectory with a turn whose candidate or
 -- verdict is missing from the lake is left out whole.
@@ -46,7 +47,9 @@ ok AS (
         *,
         CASE
             WHEN idx = rounds THEN latest_status = 'pass' AND contaminated = false
-            ELSE status NOT IN ('pass', 'infra_error')
+            -- an attempt the anti-cheat rules rejected is an attack, not a mistake to
+            -- learn to fix: TRL trains on every assistant turn, so it would teach it
+            ELSE status NOT IN ('pass', 'infra_error', 'rejected')
                 AND latest_status <> 'pass'
                 AND NOT coalesce(contaminated, false)
         END AS turn_ok
@@ -78,6 +81,7 @@ SELECT
 FROM ok AS o
 JOIN tasks AS t ON t.task_id = o.task_id
 WHERE t.split = 'train'
+  AND t.task_id NOT IN (SELECT task_id FROM reference_checks WHERE refused)
 GROUP BY ALL
 HAVING count(*) = o.rounds AND bool_and(coalesce(o.turn_ok, false))
 ORDER BY o.domain, task_name, o.trajectory_id;

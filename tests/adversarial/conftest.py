@@ -1,4 +1,5 @@
-"""Fixtures of the adversarial suite: the host's canaries, planted once per test."""
+"""Fixtures of the adversarial suite: the host's canaries, planted once per test; a local
+Ray and Prefect's test harness for the pipeline case."""
 
 from __future__ import annotations
 
@@ -14,3 +15,15 @@ def outside():
         yield out
     finally:
         close_outside(out)
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    from ray_actors import cluster
+
+    cluster.start(cluster.ClusterSettings(num_cpus=2))
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+    cluster.shutdown()

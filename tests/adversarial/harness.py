@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifiers.contract import Status, Verdict
-from verifiers.sandbox import SANDBOX_UID_BASE, SANDBOX_UID_SPAN
+from verifiers.sandbox import SANDBOX_UID_BASE, SANDBOX_UID_SPAN, UID_SLOTS, sandbox_uid
 
 # status families a hostile candidate may end in
 REFUSED = {Status.REJECTED, Status.FORMAT_ERROR}
@@ -47,19 +47,28 @@ def _is_sandbox_uid(uid: int) -> bool:
     return SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + SANDBOX_UID_SPAN
 
 
+def _own_uids() -> set[int]:
+    """The sandbox uids of this test process (other sessions' tests on the same machine
+    run their candidates under uids of their own)."""
+    return {sandbox_uid(os.getpid(), slot) for slot in range(UID_SLOTS)}
+
+
 def sandbox_processes() -> list[tuple[int, int, str]]:
-    """(pid, uid, command) of every live process owned by a sandbox uid."""
+    """(pid, uid, command) of every live process owned by one of this process's
+    sandbox uids; the command is the whole argv, so a warm worker started through
+    `Worker.python_argv` (a long -c boot line before the module) is still recognised."""
     found = []
+    own = _own_uids()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             st = os.stat(f"/proc/{name}")
-            if not _is_sandbox_uid(st.st_uid):
+            if st.st_uid not in own:
                 continue
             with open(f"/proc/{name}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ")
         except (OSError, IndexError):
             continue
         found.append((int(name), st.st_uid, f"[{state}] {cmd.decode('utf-8', 'replace')}"))
@@ -67,7 +76,8 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
 
 
 def _sandbox_owned(root: Path, depth: int = 2) -> set[str]:
-    """Paths under `root` (a few levels deep) owned by a sandbox uid."""
+    """Paths under `root` (a few levels deep) owned by one of this process's sandbox uids."""
+    own = _own_uids()
     out: set[str] = set()
     todo = [(root, 0)]
     while todo:
@@ -81,7 +91,7 @@ def _sandbox_owned(root: Path, depth: int = 2) -> set[str]:
                 st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if _is_sandbox_uid(st.st_uid):
+            if st.st_uid in own:
                 out.add(e.path)
             elif e.is_dir(follow_symlinks=False) and level + 1 < depth:
                 todo.append((Path(e.path), level + 1))

@@ -123,3 +123,26 @@ def test_export_before_dedup_says_what_to_run(tmp_path):
     res = runner.invoke(app, ["export", "--lake", str(lake)])
     assert res.exit_code == 2, res.output
     assert "run `crucible dedup` first" in " ".join(res.output.split())
+
+
+def test_a_lake_with_a_deleted_data_file_is_refused_until_repair(tmp_path):
+    from lake.store import Lake
+    from lake.writer import BatchWriter
+    from tests.lake.conftest import make_candidate, make_task
+
+    lake = tmp_path / "lake"
+    with BatchWriter(Lake(lake)) as w:
+        w.add_candidate(make_candidate(make_task(), "x"), "rtl")
+    (data,) = (lake / "tables" / "candidates").rglob("*.parquet")
+    data.unlink()
+    res = runner.invoke(app, ["sql", "SELECT count(*) FROM candidates", "--lake", str(lake)])
+    said = " ".join(res.output.split())  # rich wraps long lines
+    assert res.exit_code == 2 and "missing 1 of its data files" in said
+    compact = "".join(res.output.split())  # ... also inside long names
+    assert "cruciblerepair--lake" in compact and data.name in compact
+    res = runner.invoke(app, ["repair", "--lake", str(lake), "--dry-run"])
+    assert res.exit_code == 0 and "1 data file(s) missing" in res.output
+    res = runner.invoke(app, ["repair", "--lake", str(lake)])
+    assert res.exit_code == 0 and "1 data file(s) dropped" in res.output, res.output
+    res = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM candidates", "--lake", str(lake)])
+    assert res.exit_code == 0, res.output

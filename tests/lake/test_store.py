@@ -127,6 +127,36 @@ def test_table_that_is_a_file(lake: Lake) -> None:
         Lake(lake.root)
 
 
+def test_a_deleted_data_file_is_refused_at_open_and_repair_drops_it(lake: Lake) -> None:
+    task = make_task()
+    first, second = make_candidate(task, "a"), make_candidate(task, "b")
+    for c in (first, second):  # two commits, two data files
+        with BatchWriter(lake) as w:
+            w.add_candidate(c, "rtl")
+    data = sorted(
+        (lake.root / "tables" / "candidates").rglob("*.parquet"), key=lambda p: p.stat().st_mtime
+    )
+    assert len(data) == 2
+    data[1].unlink()
+    gone = str(data[1].relative_to(lake.root))
+    for readonly in (False, True):  # before any work, for queries too
+        with pytest.raises(LakeError, match="missing 1 of its data files") as err:
+            Lake(lake.root, readonly=readonly)
+        assert gone in str(err.value) and "crucible repair" in str(err.value)
+    from lake.maintenance import repair
+
+    damaged = Lake(lake.root, check_files=False)
+    assert repair(damaged, dry_run=True)["candidates"] == [gone.split("candidates/", 1)[1]]
+    assert repair(damaged)["candidates"] and not repair(damaged)["candidates"]
+    con = db.connect(Lake(lake.root))  # opens again; the other file's rows are all there
+    try:
+        assert con.execute("SELECT candidate_id FROM candidates").fetchall() == [
+            (first.candidate_id,)
+        ]
+    finally:
+        con.close()
+
+
 def test_missing_table_is_created_on_open(lake: Lake) -> None:
     shutil.rmtree(lake.table_path("runs"))
     assert Lake(lake.root).version("runs") == 0

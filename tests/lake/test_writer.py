@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import random
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,7 +18,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 
 from lake import db
 from lake.schema import Run, Trajectory, Turn, candidate_row, to_arrow
-from lake.store import Lake
+from lake.store import Lake, LakeFull
 from lake.writer import BatchWriter
 from tests.lake import workers
 from tests.lake.conftest import make_candidate, make_task, make_verdict
@@ -120,6 +122,37 @@ def test_verdict_artifacts_become_blobs_and_rows_committed_before_the_verdict(
     art_commit = max(h["timestamp"] for h in lake.table("artifacts").history())
     verdict_commits = [h["timestamp"] for h in history if h["operation"] == "WRITE"]
     assert verdict_commits and art_commit <= min(verdict_commits)
+
+
+@pytest.mark.parametrize("race", [False, True])
+def test_the_same_artifact_from_two_runs_is_one_row_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, race: bool
+) -> None:
+    """Two runs verify the same candidate: one verdict id, and each run's waveform differs
+    only in the `$date` the simulator writes into it. The artifact id, like the verdict
+    id, names what the row is, not when it was made: one row id, one row in the view,
+    also when both writers checked the lake before either committed (`race`)."""
+    lake = Lake(tmp_path / "lake")
+    task = make_task()
+    cand = make_candidate(task, "c")
+    runs = []
+    for day in ("Mon Dec  1 10:00:00 2026", "Mon Dec  1 10:00:01 2026"):
+        vcd = Artifact("vcd", "wave.vcd", f"$date {day} $end\n$var wire 1 ! a $end\n".encode())
+        runs.append(make_verdict(cand, task, "wrong_answer", artifacts=(vcd,)))
+    assert runs[0].verdict_id == runs[1].verdict_id
+    if race:
+        monkeypatch.setattr(BatchWriter, "existing_ids", lambda self, *a, **kw: set())
+    for i, v in enumerate(runs):
+        with BatchWriter(lake, run_id=f"run{i}") as w:
+            w.add_verdict(v)
+    raw = lake.table("artifacts").to_pyarrow_table().to_pylist()
+    assert len(raw) == (2 if race else 1)
+    assert len({r["artifact_id"] for r in raw}) == 1
+    con = db.connect(lake)
+    try:
+        assert con.execute("SELECT count(*) FROM artifacts").fetchall() == [(1,)]
+    finally:
+        con.close()
 
 
 def test_an_exception_in_the_block_still_flushes_complete_records(lake: Lake) -> None:
@@ -234,12 +267,12 @@ def test_other_commit_errors_raise_and_keep_the_rows(
     real = BatchWriter._commit
 
     def broken_disk(self: BatchWriter, table: str, rows: list) -> int:
-        raise DeltaError("Generic error: No space left on device")
+        raise DeltaError("Generic error: Input/output error (os error 5)")
 
     w = BatchWriter(lake)
     w.add_candidate(make_candidate(make_task(), "x"), "rtl")
     monkeypatch.setattr(BatchWriter, "_commit", broken_disk)
-    with pytest.raises(DeltaError, match="No space"):
+    with pytest.raises(DeltaError, match="Input/output"):
         w.flush()
     monkeypatch.setattr(BatchWriter, "_commit", real)
     w.close()  # the disk is back: the kept rows go in now
@@ -267,3 +300,73 @@ def test_an_infra_error_verdict_and_its_retry_both_stay(lake: Lake) -> None:
     assert con.sql("SELECT status, run_id FROM latest_verdicts").fetchall() == [
         ("wrong_answer", "run2")
     ]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 2 MiB file system (tmpfs, size-capped): mounting needs root."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-capped tmpfs needs root")
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True
+    )
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_stops_with_what_to_do_and_keeps_every_committed_row(
+    small_disk: Path,
+) -> None:
+    filler = small_disk / "filler"
+    filler.write_bytes(os.urandom(700_000))  # room to free afterwards
+    lake = Lake(small_disk / "lake")
+    task = make_task()
+    rng = random.Random(0)
+    added: list[str] = []
+    w = BatchWriter(lake, batch_size=4)
+    with pytest.raises(LakeFull, match=r"disk is full at .*: free space and run again") as err:
+        for i in range(10_000):  # ~90 KB of incompressible code per candidate
+            c = make_candidate(task, f"// {i}\n" + rng.randbytes(45_000).hex())
+            added.append(c.candidate_id)
+            w.add_candidate(c, "rtl")
+    assert "nothing was half-written" in str(err.value)
+    assert str(lake.root) in str(err.value)
+    committed = w.stats["candidates"].written
+    assert committed >= 4, "the disk filled before the first commit: the test proves nothing"
+    # the lake still opens (no missing file, no torn log) and holds every committed row
+    assert sorted(ids(Lake(lake.root), "candidates", "candidate_id")) == sorted(added[:committed])
+    # a blob that does not fit: the same stop, and no partial blob or temp file left
+    with pytest.raises(LakeFull, match="a blob of 800,000 bytes not committed"):
+        lake.put_artifact(os.urandom(800_000))
+    assert not [p for p in (lake.root / "artifacts").rglob("*") if p.is_file()]
+    # the failed batch was put back, once: with space freed it goes in, nothing twice
+    filler.unlink()
+    w.close()
+    assert sorted(ids(lake, "candidates", "candidate_id")) == sorted(added)
+    assert w.stats["candidates"].skipped_existing == 0
+
+
+def test_a_full_disk_in_the_writer_puts_the_rows_back_once(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def full(self: BatchWriter, table: str, rows: list) -> int:
+        calls.append(len(rows))
+        raise DeltaError(
+            "Failed to parse parquet: External: Generic LocalFileSystem error: Unable to "
+            "copy data to file: No space left on device (os error 28)"
+        )
+
+    monkeypatch.setattr(BatchWriter, "_commit", full)
+    with pytest.raises(LakeFull, match="disk is full"), BatchWriter(lake) as w:
+        w.add_candidate(make_candidate(make_task(), "x"), "rtl")
+    assert calls == [1]  # no retry loop, no second flush while unwinding
+    assert len(w._buffers["candidates"]) == 1

@@ -1,0 +1,89 @@
+"""A task's reference goes through its own verifier before the task is accepted: a
+reference that fails (here a CAD script that raises at run time, which used to make every
+candidate of the task an infra_error) is a refused task, and nothing is generated,
+verified or exported for it. Ingest and generate called as stages (no Prefect)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from flows import stages
+from flows.stages import PipelineSettings, ReferenceFails
+from tests.flows.lakeq import q
+
+CATALOG = Path(__file__).resolve().parents[2] / "tasks"
+
+
+def _catalog(tmp_path: Path) -> Path:
+    root = tmp_path / "catalog"
+    shutil.copytree(CATALOG / "rtl" / "mux4", root / "rtl" / "mux4")
+    shutil.copytree(CATALOG / "cad" / "block_with_pocket", root / "cad" / "block_with_pocket")
+    bad = root / "cad" / "pocket_raises"
+    shutil.copytree(CATALOG / "cad" / "block_with_pocket", bad)
+    toml = (bad / "task.toml").read_text()
+    (bad / "task.toml").write_text(toml.replace('"block_with_pocket"', '"pocket_raises"', 1))
+    ref = (bad / "ref.py").read_text()
+    (bad / "ref.py").write_text(ref + "\nraise RuntimeError('the reference breaks at run time')\n")
+    return root
+
+
+def _run(lake: Path, root: Path, stage_names=("generate",)) -> stages.StageContext:
+    s = PipelineSettings(lake=lake, task_roots=(root,), domains=("rtl", "cad"))
+    with stages.stage_context(s, "run") as ctx:
+        stages.ingest(ctx)
+        for name in stage_names:
+            getattr(stages, name)(ctx)
+        ctx.selected = stages.task_ids(ctx)  # type: ignore[attr-defined]
+    return ctx
+
+
+def _per_task(lake: Path) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for name, origin, n in q(
+        lake,
+        "SELECT t.name, c.origin, count(*) FROM candidates AS c JOIN tasks AS t "
+        "USING (task_id) GROUP BY ALL",
+    ):
+        out.setdefault(name, {})[origin] = n
+    return out
+
+
+def test_a_reference_that_fails_is_a_refused_task_checked_once(tmp_path, local_ray):
+    root = _catalog(tmp_path)
+    lake = tmp_path / "lake"
+    ctx = _run(lake, root)
+    refused = [e for e in ctx.refused if isinstance(e, ReferenceFails)]
+    assert [e.name for e in refused] == ["pocket_raises"]
+    said = str(refused[0])
+    assert "runtime_error script_exception" in said and "reference breaks at run time" in said
+    assert ctx.counts["references_verified"] == 3 and ctx.counts["tasks_refused"] == 1
+    assert ctx.counts["references_status_runtime_error"] == 1
+    # nothing for the refused task (its reference's verdict is the only trace); the
+    # others got their candidates, and no stage selects the refused one
+    cands = _per_task(lake)
+    assert "pocket_raises" not in cands
+    assert cands["mux4"].get("perturb") and cands["block_with_pocket"].get("perturb")
+    names = dict(q(lake, "SELECT task_id, name FROM tasks"))
+    assert sorted(names[i] for i in ctx.selected) == ["block_with_pocket", "mux4"]
+
+    # a rerun pays nothing for the checks, reports the refusal again, and its verify
+    # stage finds the accepted references judged already
+    again = _run(lake, root, ("generate", "verify"))
+    assert again.counts["references_verified"] == 0
+    assert [e.name for e in again.refused if isinstance(e, ReferenceFails)] == ["pocket_raises"]
+    assert "pocket_raises" not in _per_task(lake)
+    verified = q(
+        lake,
+        "SELECT t.name, count(*) FROM verdicts AS v JOIN tasks AS t USING (task_id) GROUP BY ALL",
+    )
+    assert dict(verified)["pocket_raises"] == 1  # its reference's verdict, nothing more
+    assert q(lake, "SELECT count(*) - count(DISTINCT candidate_id) FROM raw_verdicts") == [(0,)]
+    # the accepted references: one verdict each, found by the verify stage as the offline
+    # channel's reference candidates (never verified twice)
+    refs = q(
+        lake,
+        "SELECT c.origin, count(v.verdict_id) FROM candidates AS c JOIN raw_verdicts AS v "
+        "USING (candidate_id) WHERE c.origin = 'reference' GROUP BY ALL",
+    )
+    assert refs == [("reference", 2)]
