@@ -57,6 +57,15 @@ def get_verifier(domain: str) -> Verifier:
     return _INSTANCES[domain]
 
 
+def close_all() -> None:
+    """Stop every verifier's warm workers and remove their dirs (an entry point's exit)."""
+    while _INSTANCES:
+        _, verifier = _INSTANCES.popitem()
+        close = getattr(verifier, "close", None)
+        if close is not None:
+            close()
+
+
 def verify(task: Task, code: Any, limits: Limits | None = None) -> Verdict:
     """Verify with the task's domain verifier; an unimportable domain is `infra_error`."""
     try:

@@ -277,12 +277,16 @@ class Sandbox:
         ro_binds: Sequence[tuple[str, str]] = (),
         ro_dirs: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        guest_work: str = "/work",
     ) -> RunResult:
         """Run argv confined; `timeout_s` / `cpu_s` override the Limits for this run.
-        `ro_binds`: (host, guest) pairs; `ro_dirs`: host dirs seen at their own path."""
+        `ro_binds`: (host, guest) pairs; `ro_dirs`: host dirs seen at their own path (pick
+        a `guest_work` that is not above one of them: the work dir's bind would hide it)."""
         lim = self.limits
         timeout = lim.timeout_s if timeout_s is None else timeout_s
-        c = Confinement(workdir, ro=tuple(ro_dirs), ro_files=tuple(ro_binds), env=dict(env or {}))
+        c = Confinement(
+            workdir, guest_work, ro=tuple(ro_dirs), ro_files=tuple(ro_binds), env=dict(env or {})
+        )
         shell = limits_shell(lim, cpu_s or lim.cpu_s, self.drop_uid, status=True)
         return run_capped(
             [*confined_argv(c, lim, self._drop_uid), *shell, *argv],

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO
 
 from verifiers.contract import Candidate, Limits, Task, Verdict
-from verifiers.registry import verify_many
+from verifiers.registry import close_all, verify_many
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +157,7 @@ def main(domain: str, argv: Sequence[str] | None = None) -> int:
     try:
         bad = run(domain, src, dst, sys.stderr, batch=max(1, args.batch), override=override)
     finally:
+        close_all()  # warm workers and their dirs go with the process
         if args.input:
             src.close()
         if args.out:

@@ -2,13 +2,19 @@
 extension), each with its rationale. Stdlib only; nothing of the candidate runs.
 
 Code inside `@triton.jit` functions and inside CUDA source strings is kernel code and is
-exempt from the torch rules. Everywhere else (forward and its helpers) the candidate may
-allocate, read shapes and strides, make views and launch kernels, nothing more.
+exempt from the torch rules, never from the introspection ones (Triton's interpreter runs a
+kernel's body as plain Python). A function is a kernel only when its decorators resolve to
+the real `triton.jit` / `triton.autotune` / `triton.heuristics` through imports that are
+never rebound; a home-made `jit` is an ordinary function. Everywhere else (forward and its
+helpers) the candidate may allocate, read shapes and strides, make views and launch
+kernels, nothing more. Names are allow-lists where Python allows: the imports, the
+builtins, the dunder attributes a module may touch.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass
 
@@ -296,6 +302,68 @@ DUNDER_ATTRS = {
     "gi_frame",
     "tb_frame",
 }
+# The named introspection checks (all reported as `reads_reference`): what each one stops.
+INTROSPECTION_CHECKS: dict[str, str] = {
+    "builtin_not_allowed": (
+        "a builtin outside the allow-list (open, exec, eval, vars, globals, __import__, "
+        "getattr as a value ...): it reads files or reaches objects by computed names"
+    ),
+    "dunder_attribute": (
+        "a dunder attribute other than __init__ / __name__ / __doc__: __dict__, __globals__, "
+        "__subclasses__, __builtins__ ... walk from any object to every module loaded"
+    ),
+    "frame_attribute": (
+        "frame and traceback objects (f_back, f_globals, tb_frame, gi_frame, _getframe) "
+        "reach the harness's locals"
+    ),
+    "module_attribute": (
+        "a module reached as an attribute (torch.sys, torch.os, np.ctypeslib, typing.sys): "
+        "the imports are an allow-list, and this walks round it"
+    ),
+    "private_api": (
+        "a private attribute of a library (torch._C, triton._C, np.core._...): interpreter "
+        "and runtime internals, not kernel API"
+    ),
+    "file_access": (
+        "reads or writes files through a library (torch.load, np.fromfile, .tofile, "
+        "torch.from_file, cpp_extension.load): a kernel computes from its inputs alone"
+    ),
+    "computed_getattr": (
+        "getattr / hasattr with a computed name, or with a name another check forbids"
+    ),
+}
+ALLOWED_BUILTINS = {
+    "abs", "all", "any", "bool", "callable", "classmethod", "dict", "divmod", "enumerate",
+    "filter", "float", "format", "frozenset", "getattr", "hasattr", "int", "isinstance",
+    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "pow",
+    "print", "property", "range", "repr", "reversed", "round", "set", "slice", "sorted",
+    "staticmethod", "str", "sum", "super", "tuple", "zip", "NotImplemented", "Ellipsis",
+}  # fmt: skip
+ALLOWED_DUNDERS = {"__init__", "__name__", "__doc__"}
+FRAME_ATTRS = {
+    "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "gi_frame",
+    "gi_code", "cr_frame", "ag_frame", "tb_frame", "tb_next", "_getframe",
+    "_current_frames", "co_consts",
+}  # fmt: skip
+# modules that other modules re-export as attributes (torch.sys is sys)
+MODULE_ATTRS = {
+    "sys", "os", "posix", "subprocess", "ctypes", "ctypeslib", "cffi", "gc", "inspect",
+    "importlib", "builtins", "socket", "shutil", "pathlib", "io", "threading", "_thread",
+    "multiprocessing", "concurrent", "signal", "linecache", "marshal", "pickle", "weakref",
+    "runpy", "pkgutil", "traceback", "tempfile", "glob", "mmap", "resource", "fcntl",
+    "select", "selectors", "asyncio", "urllib", "http", "platform", "sysconfig", "site",
+    "atexit", "faulthandler", "operator", "copyreg", "code", "codeop", "dis", "ast",
+    "zipimport", "pty", "tracemalloc", "hub", "serialization",
+}  # fmt: skip
+FILE_IO_ATTRS = {
+    "load", "save", "fromfile", "tofile", "loadtxt", "savetxt", "genfromtxt", "memmap",
+    "from_file", "load_library", "open", "fdopen", "DataLoader",
+}  # fmt: skip
+LIBRARY_ROOTS = ("torch", "triton", "numpy", "math", "typing", "functools", "dataclasses")
+# decorators that make a function a Triton kernel (resolved through the imports)
+TRITON_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+# what a candidate claims is a kernel, by name: the runner checks each of these at run time
+CLAIMED_KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "njit")
 TIMING_NAMES = {
     "time",
     "perf_counter",
@@ -359,9 +427,11 @@ class Finding:
     code: str
     line: int
     what: str
+    check: str = ""  # a named check of INTROSPECTION_CHECKS, when one tripped
 
     def message(self) -> str:
-        return f"line {self.line}: {self.what} [{self.code}: {RULES[self.code]}]"
+        why = INTROSPECTION_CHECKS.get(self.check) or RULES[self.code]
+        return f"line {self.line}: {self.what} [{self.code}: {why}]"
 
 
 def reference_ops(problem_source: str) -> set[str]:
@@ -402,26 +472,73 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-def _is_kernel(fn: ast.FunctionDef) -> bool:
-    for dec in fn.decorator_list:
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        name = _dotted(target) or ""
-        if name.split(".")[-1] in ("jit", "autotune", "heuristics", "njit"):
-            return True
-    return False
+def claimed_kernels(code: str) -> list[str]:
+    """Module-level functions whose decorator *names* say kernel (`@jit`, `@x.autotune`):
+    the runner checks at run time that each is a real Triton kernel object."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if (_dotted(target) or "").split(".")[-1] in CLAIMED_KERNEL_DECORATORS:
+                    out.append(node.name)
+                    break
+    return out
+
+
+def _bindings(tree: ast.Module) -> dict[str, set[str]]:
+    """name -> what binds it anywhere in the module: the dotted module path of an import,
+    or "" for any other binding (assignment, def, class, parameter, loop target...)."""
+    out: dict[str, set[str]] = {}
+
+    def bind(name: str, what: str) -> None:
+        out.setdefault(name, set()).add(what)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    bind(a.asname, a.name)
+                else:
+                    root = a.name.split(".")[0]
+                    bind(root, root)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                bind(a.asname or a.name, f"{node.module or ''}.{a.name}")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bind(node.id, "")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, "")
+        elif isinstance(node, ast.arg):
+            bind(node.arg, "")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bind(node.name, "")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for n in node.names:
+                bind(n, "")
+        elif isinstance(node, ast.alias) and node.name == "*":
+            bind("*", "")
+    return out
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, ref_ops: set[str]):
+    def __init__(self, ref_ops: set[str], bindings: dict[str, set[str]] | None = None):
         self.ref_ops = ref_ops
+        self.bindings = bindings or {}
+        self.in_kernel = False
+        self._checked_calls: set[int] = set()  # getattr/hasattr calls already judged
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module/object path
         self.submodules: set[str] = set()  # self.<attr> assigned an nn layer in __init__
         self.tensors: set[str] = set()  # names holding tensors in the current function
         self.fn_stack: list[str] = []
 
-    def add(self, code: str, node: ast.AST, what: str) -> None:
-        self.findings.append(Finding(code, getattr(node, "lineno", 0), what))
+    def add(self, code: str, node: ast.AST, what: str, check: str = "") -> None:
+        self.findings.append(Finding(code, getattr(node, "lineno", 0), what, check))
 
     def resolve(self, node: ast.expr) -> str | None:
         dotted = _dotted(node)
@@ -432,6 +549,30 @@ class _Checker(ast.NodeVisitor):
         if base is None:
             return dotted
         return f"{base}.{rest}" if rest else base
+
+    def _trusted(self, head: str) -> str | None:
+        """The module path `head` names when its only bindings are imports of that one
+        path (never reassigned, redefined or shadowed); None otherwise."""
+        kinds = self.bindings.get(head, set())
+        if len(kinds) != 1 or "" in kinds or "*" in self.bindings:
+            return None
+        return next(iter(kinds))
+
+    def is_kernel(self, fn: ast.FunctionDef) -> bool:
+        """Every decorator resolves to the real triton.jit / autotune / heuristics."""
+        if not fn.decorator_list:
+            return False
+        for dec in fn.decorator_list:
+            dotted = _dotted(dec.func if isinstance(dec, ast.Call) else dec)
+            if dotted is None:
+                return False
+            head, _, rest = dotted.partition(".")
+            base = self._trusted(head)
+            if base is None:
+                return False
+            if f"{base}.{rest}".strip(".") not in TRITON_DECORATORS:
+                return False
+        return True
 
     # imports
     def visit_Import(self, node: ast.Import) -> None:
@@ -481,8 +622,17 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if _is_kernel(node):
-            return  # kernel code: tl.* / device code, not torch
+        if self.is_kernel(node):
+            # kernel code: tl.* / device code, exempt from the torch rules (not from the
+            # introspection ones: the interpreter runs this body as Python)
+            saved_kernel, saved_tensors = self.in_kernel, self.tensors
+            self.in_kernel, self.tensors = True, set()
+            self.fn_stack.append(node.name)
+            for stmt in node.body:
+                self.visit(stmt)
+            self.fn_stack.pop()
+            self.in_kernel, self.tensors = saved_kernel, saved_tensors
+            return
         for dec in node.decorator_list:
             name = (self.resolve(dec.func if isinstance(dec, ast.Call) else dec) or "").split(".")[
                 -1
@@ -524,11 +674,23 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "Model":
             self.add("reads_reference", node, "uses the name Model (the reference class)")
-        elif node.id in INTROSPECTION:
-            self.add("reads_reference", node, f"uses {node.id}")
+        elif node.id in INTROSPECTION and node.id not in ("getattr", "hasattr"):
+            self.add("reads_reference", node, f"uses {node.id}", "builtin_not_allowed")
+        elif (
+            isinstance(node.ctx, ast.Load)
+            and node.id in _BUILTIN_NAMES
+            and node.id not in self.bindings
+            and id(node) not in self._checked_calls
+            and not (node.id in ALLOWED_BUILTINS and node.id not in ("getattr", "hasattr"))
+            and not _is_exception_name(node.id)
+        ):
+            self.add("reads_reference", node, f"uses the builtin {node.id}", "builtin_not_allowed")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in DUNDER_ATTRS:
+        bad = _bad_attribute(node.attr, self.resolve(node.value) or "")
+        if bad:
+            self.add("reads_reference", node, f"accesses .{node.attr}", bad)
+        elif node.attr in DUNDER_ATTRS:
             self.add("reads_reference", node, f"accesses .{node.attr}")
         elif node.attr == "Model":
             self.add("reads_reference", node, "accesses .Model (the reference class)")
@@ -546,7 +708,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check_store(node.target, node)
-        if self._tensorish(node.target) or self._tensorish(node.value):
+        if not self.in_kernel and (self._tensorish(node.target) or self._tensorish(node.value)):
             self.add("torch_compute", node, "in-place arithmetic on a tensor")
         self.generic_visit(node)
 
@@ -616,7 +778,7 @@ class _Checker(ast.NodeVisitor):
         return False
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if self.in_function and not self.in_init:
+        if not self.in_kernel and self.in_function and not self.in_init:
             if isinstance(node.op, ast.MatMult):
                 self.add("torch_compute", node, "the @ operator (a torch matmul)")
             elif self._tensorish(node.left) or self._tensorish(node.right):
@@ -624,12 +786,17 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
-        if self.in_function and not self.in_init and self._tensorish(node.operand):
+        if (
+            not self.in_kernel
+            and self.in_function
+            and not self.in_init
+            and self._tensorish(node.operand)
+        ):
             self.add("torch_compute", node, "arithmetic on a tensor outside the kernels")
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
-        if (
+        if not self.in_kernel and (
             self.in_function
             and not self.in_init
             and (self._tensorish(node.left) or any(self._tensorish(c) for c in node.comparators))
@@ -639,11 +806,28 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.resolve(node.func)
-        if callee == "getattr" and not (
-            len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-        ):
-            self.add("reads_reference", node, "getattr with a computed name")
-        if not self.in_init and self.in_function:
+        if callee in ("getattr", "hasattr") and "getattr" not in self.bindings:
+            self._checked_calls.add(id(node.func))
+            name = node.args[1] if len(node.args) >= 2 else None
+            literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+            base = self.resolve(node.args[0]) or "" if node.args else ""
+            if not literal:
+                self.add(
+                    "reads_reference", node, f"{callee} with a computed name", "computed_getattr"
+                )
+            elif _bad_attribute(name.value, base) or name.value in DUNDER_ATTRS:
+                self.add(
+                    "reads_reference",
+                    node,
+                    f"{callee}(..., {name.value!r}) reaches what the attribute rules forbid",
+                    "computed_getattr",
+                )
+            elif name.value == "Model":
+                self.add("reads_reference", node, "getattr(..., 'Model'): the reference class")
+        if self.in_kernel:
+            if callee and callee.split(".")[0] == "torch":
+                self.add("torch_compute", node, f"calls {callee} inside a kernel")
+        elif not self.in_init and self.in_function:
             self._check_compute_call(node, callee)
         self.generic_visit(node)
 
@@ -696,10 +880,38 @@ class _Checker(ast.NodeVisitor):
             self.add("torch_fallback", node, f"calls {func.id} like the reference")
 
 
+_BUILTIN_NAMES = set(dir(builtins))
+
+
+def _is_exception_name(name: str) -> bool:
+    return name.endswith(("Error", "Exception", "Warning")) or name in (
+        "StopIteration",
+        "KeyboardInterrupt",
+    )
+
+
+def _bad_attribute(attr: str, base: str) -> str:
+    """The named check an attribute trips (`base` is its owner, resolved), or ""."""
+    if attr.startswith("__") and attr.endswith("__"):
+        return "" if attr in ALLOWED_DUNDERS else "dunder_attribute"
+    if attr in FRAME_ATTRS:
+        return "frame_attribute"
+    if attr in MODULE_ATTRS:
+        return "module_attribute"
+    root = base.split(".")[0]
+    if root in LIBRARY_ROOTS and attr.startswith("_"):
+        return "private_api"
+    if attr == "tofile" or (attr in FILE_IO_ATTRS and root in ("torch", "numpy")):
+        return "file_access"
+    if attr == "load" and base.endswith("cpp_extension"):
+        return "file_access"
+    return ""
+
+
 def check(code: str, problem_source: str = "") -> list[Finding]:
     """Every rule the candidate trips (empty: clean). SyntaxError propagates."""
     tree = ast.parse(code)
-    checker = _Checker(reference_ops(problem_source))
+    checker = _Checker(reference_ops(problem_source), _bindings(tree))
     checker.visit(tree)
     for text, node in _cpp_sources(tree):
         for m in _CPP_TORCH_CALL.finditer(text):

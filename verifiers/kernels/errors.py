@@ -1,5 +1,11 @@
 """Compiler and runtime errors of kernel candidates, parsed into taxonomy codes.
-Stdlib only: the parent classifies what the runner process reported."""
+Stdlib only: the parent classifies what the runner process reported.
+
+Everything a runner reports about a job came out of a process that ran the candidate's
+code, so none of it can make a verdict `infra_error`: an OSError raised there, a message
+that reads "no space left" or "bwrap:", a forged result are all the candidate's. Infra
+comes only from the host's own channels (the worker could not start, the sandbox's status
+byte, nvcc's sandbox), never from here."""
 
 from __future__ import annotations
 
@@ -105,9 +111,11 @@ def classify_python(step: str, error: dict) -> tuple[Status, str]:
     """Status and code for an exception the runner reported at `step`."""
     types = " ".join(error.get("types", [])) + " " + error.get("type", "")
     text = f"{types}\n{error.get('message', '')}"
-    if re.search(r"\b(PermissionError|FileNotFoundError|OSError|IOError)\b", types):
-        # candidates cannot touch files (anti-cheat): the harness's disk or caches failed
-        return Status.INFRA_ERROR, "harness_error"
+    # never INFRA from here: the report (types, messages) came from the candidate's process
+    if "FakeKernelError" in types:
+        return Status.REJECTED, "torch_fallback"
+    if "CandidateProcessLimit" in types or re.search(r"\bMemoryError\b", types):
+        return Status.RESOURCE_LIMIT, "cpu_limit" if "SIGXCPU" in text else "memory_limit"
     if "EmptyLaunchError" in types:
         return Status.RUNTIME_ERROR, "empty_launch"
     if "LaunchLimitError" in types or _LAUNCH.search(text):

@@ -9,6 +9,7 @@ itself (cached by content in TORCH_EXTENSIONS_DIR).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import sysconfig
 import time
@@ -18,11 +19,12 @@ from verifiers.base import Context, GateFail
 from verifiers.contract import Status
 from verifiers.kernels.errors import nvcc_failure
 from verifiers.kernels.nvcc import find_nvcc
-from verifiers.sandbox import SANDBOX_PATH, _run_capped
-from verifiers.warm import GUEST_WORK, confine
+from verifiers.sandbox import SANDBOX_PATH, Sandbox, SandboxUnavailable
+from verifiers.warm import GUEST_WORK
 
 PREAMBLE = "#include <torch/extension.h>\n"
 EXTENSION_BUILD_S = 600.0  # the torch headers: about a minute (H200 load_inline, nvcc here)
+EXTENSION_MEMORY_MB = 32768
 
 
 def extension_sources(code: str) -> list[str]:
@@ -84,6 +86,9 @@ def compile_only(ctx: Context) -> str:
     t0 = time.perf_counter()
     includes = torch_includes()
     work = ctx.workdir
+    # cicc over the torch headers maps far more than a candidate's budget: nvcc's own
+    # address space, not the candidate's (no candidate code runs here)
+    builder = Sandbox(dataclasses.replace(ctx.limits, memory_mb=EXTENSION_MEMORY_MB))
     for i, src in enumerate(cuda):
         text = src if "torch/extension.h" in src else PREAMBLE + src
         name = f"ext{i}_{hashlib.sha256(text.encode()).hexdigest()[:8]}.cu"
@@ -94,18 +99,21 @@ def compile_only(ctx: Context) -> str:
         for inc in includes:
             argv += ["-I", inc]
         argv += ["-o", name + ".o", name]
-        env = {"PATH": f"{Path(nvcc).parent}:{SANDBOX_PATH}", "HOME": GUEST_WORK}
+        env = {"PATH": f"{Path(nvcc).parent}:{SANDBOX_PATH}"}
         # the torch and Python headers may live where only root can reach (a pyenv under
-        # /root): the kernel confinement binds them by path
-        cmd = confine(work, ctx.limits, env, ro=includes)
-        res = _run_capped(
-            [*cmd, *argv],
-            cwd=work,
-            env=env if ctx.limits.unconfined else {"PATH": SANDBOX_PATH},
-            timeout_s=max(ctx.limits.timeout_s, EXTENSION_BUILD_S),
-            cap=ctx.limits.output_bytes,
-            uid=None,
+        # /root): the sandbox binds them by path
+        budget = max(ctx.limits.timeout_s, EXTENSION_BUILD_S)
+        res = builder.run(
+            argv,
+            work,
+            timeout_s=budget,
+            cpu_s=int(budget) + 1,
+            ro_dirs=includes,
+            env=env,
+            guest_work=GUEST_WORK,  # the headers may sit under /work (a venv in the repo)
         )
+        if fault := res.sandbox_fault:
+            raise SandboxUnavailable(f"nvcc could not run in the sandbox: {fault}")
         ctx.tool_seconds += res.seconds
         if res.timed_out:
             raise GateFail(

@@ -4,14 +4,25 @@ The device-only path never builds a PyTorch extension: `CUDA_SRC` goes straight 
 cubin (~0.2 s) that the runner loads and launches on PyTorch tensors. Compiles of the same
 source, flags and nvcc are done once: the cache key is the sha256 of all three, and a
 cached entry holds the cubin and nvcc's own output (so a cached failure fails the same
-way). Writes are atomic (temp dir, then rename). Stdlib only.
+way).
+
+The cache is the host's alone (issue 11: a world-writable cache bound into the runners
+let a candidate plant "compiled ok" for code that does not compile, or a cubin of its
+own): its dirs are 0700, nothing of it is bound into any sandbox (the runner gets the
+cubin's bytes in its job), and every entry is verified on read: one file named by its
+key, holding the key, the result, the cubin and its sha256, sealed with an HMAC under a
+key only this host holds. An entry that fails any check is dropped and rebuilt. nvcc
+itself runs sandboxed; its cubin is read back without following links and size-capped.
+Writes are atomic (temp file, then rename). Stdlib only.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -23,6 +34,7 @@ from pathlib import Path
 
 from verifiers.kernels.limits import KernelResources, parse_ptxas
 from verifiers.sandbox import Sandbox, SandboxUnavailable
+from verifiers.warm import OutputRefused, read_beneath
 
 CUDA_HOMES = ("/usr/local/cuda", "/usr/local/cuda-13.0")
 INSTALL_HINT = (
@@ -30,6 +42,8 @@ INSTALL_HINT = (
     "cuda-nvcc package) or set CUDA_HOME"
 )
 DEFAULT_ARCH = "sm_90"
+CUBIN_MAX_BYTES = 64 * 2**20
+ENTRY_MAX_BYTES = 2 * CUBIN_MAX_BYTES
 
 
 def find_nvcc() -> str | None:
@@ -52,7 +66,7 @@ def default_cache_dir() -> Path:
 class CompileResult:
     ok: bool
     log: str  # nvcc's stderr + stdout (errors, warnings, the ptxas report)
-    cubin: Path | None
+    cubin: bytes | None
     resources: dict[str, KernelResources]
     seconds: float
     cached: bool
@@ -86,25 +100,21 @@ def compile_cubin(
     key = hashlib.sha256(
         json.dumps([source, flags, nvcc_version(nvcc)]).encode("utf-8", "surrogatepass")
     ).hexdigest()
-    cache = (cache_dir or default_cache_dir()) / "cubin" / key[:2] / key
-    meta_path = cache / "result.json"
-    if meta_path.is_file():
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            meta = json.loads(meta_path.read_text())
-            cubin = cache / "kernel.cubin"
-            return CompileResult(
-                ok=meta["ok"],
-                log=meta["log"],
-                cubin=cubin if meta["ok"] else None,
-                resources=parse_ptxas(meta["log"]),
-                seconds=0.0,
-                cached=True,
-            )
+    cache = HostCache(cache_dir or default_cache_dir())
+    hit = cache.get(key)
+    if hit is not None:
+        return CompileResult(
+            ok=hit["ok"],
+            log=hit["log"],
+            cubin=hit["cubin"],
+            resources=parse_ptxas(hit["log"]),
+            seconds=0.0,
+            cached=True,
+        )
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crucible-nvcc-") as tmp:
         work = sandbox.prepare_workdir(Path(tmp))
         (work / "kernel.cu").write_text(source, encoding="utf-8")
-        out = work / "kernel.cubin"
         # candidate source: compiled in the sandbox (an #include of a host file stays out)
         res = sandbox.run(
             [nvcc, *flags, "-o", "kernel.cubin", "kernel.cu"],
@@ -127,22 +137,89 @@ def compile_cubin(
                 timed_out=True,
             )
         log = res.stderr + res.stdout
-        ok = res.returncode == 0 and out.is_file()
-        # publish atomically: a half-written entry is never read
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache.parent))
-        if ok:
-            shutil.copyfile(out, stage / "kernel.cubin")
-        (stage / "result.json").write_text(json.dumps({"ok": ok, "log": log}))
-        try:
-            stage.rename(cache)
-        except OSError:  # a concurrent compile of the same source won the race
-            shutil.rmtree(stage, ignore_errors=True)
+        cubin = None
+        if res.returncode == 0:
+            # the sandbox's dir: never follow a link there, never read past the cap
+            with contextlib.suppress(OSError, OutputRefused):
+                cubin = read_beneath(work, work / "kernel.cubin", CUBIN_MAX_BYTES)
+        ok = cubin is not None
+        cache.put(key, ok, log, cubin)
     return CompileResult(
-        ok=ok,
-        log=log,
-        cubin=(cache / "kernel.cubin") if ok else None,
-        resources=parse_ptxas(log),
-        seconds=seconds,
-        cached=False,
+        ok=ok, log=log, cubin=cubin, resources=parse_ptxas(log), seconds=seconds, cached=False
     )
+
+
+class HostCache:
+    """nvcc results by key under `root/cubin`, written and read by the host only."""
+
+    def __init__(self, root: Path):
+        self.dir = Path(root) / "cubin"
+
+    def _secret(self) -> bytes:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)  # an older cache was 0777
+        path = self.dir / ".hmac-key"
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(32))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            secret = f.read(64)
+        if len(secret) != 32:
+            raise OSError(f"{path}: a damaged cache key; remove {self.dir} to rebuild")
+        return secret
+
+    def _seal(self, body: dict) -> str:
+        text = json.dumps(body, sort_keys=True)
+        return hmac.new(self._secret(), text.encode(), hashlib.sha256).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The entry for `key`, or None (missing, or dropped because it failed a check)."""
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                entry = json.loads(f.read(ENTRY_MAX_BYTES + 1))
+            body, mac = entry["body"], entry["mac"]
+            cubin = base64.b64decode(body["cubin"]) if body["cubin"] is not None else None
+            good = (
+                hmac.compare_digest(mac, self._seal(body))
+                and body["key"] == key
+                and isinstance(body["ok"], bool)
+                and body["ok"] == (cubin is not None)
+                and (cubin is None or hashlib.sha256(cubin).hexdigest() == body["cubin_sha256"])
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            good = False
+        if not good:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        return {"ok": body["ok"], "log": body["log"], "cubin": cubin}
+
+    def put(self, key: str, ok: bool, log: str, cubin: bytes | None) -> None:
+        body = {
+            "key": key,
+            "ok": ok,
+            "log": log,
+            "cubin": base64.b64encode(cubin).decode() if cubin is not None else None,
+            "cubin_sha256": hashlib.sha256(cubin).hexdigest() if cubin is not None else None,
+        }
+        entry = json.dumps({"body": body, "mac": self._seal(body)})
+        path = self._path(key)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(entry)
+            os.replace(tmp, path)  # a half-written entry is never read
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -2,9 +2,11 @@
 candidate's jobs at a time (`python -m verifiers.kernels.runner --serve`).
 
 The process machinery is `verifiers.warm`; this adds the runner's command (the GPU device
-nodes bound when there is a GPU, Triton's and torch's caches), and the GPU lock. A worker
-that failed a job is replaced before the next candidate, because a CUDA error poisons its
-context for good.
+nodes bound when there is a GPU) and the GPU lock. No cache is shared with a runner: the
+nvcc cache is the host's (the runner gets cubin bytes in its job), and Triton's and torch
+extensions' caches are private to one verification inside the runner's own dir (see
+`runner.run_forked`). Each job runs in a child of the warm process, so a CUDA error, a
+patched module or a thread the candidate left dies with that child.
 """
 
 from __future__ import annotations
@@ -12,10 +14,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 from verifiers.contract import Limits
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
@@ -28,7 +28,6 @@ RUNNER_FSIZE_MB = 16384  # one output file may be this large
 class WorkerSpec:
     device: str  # "cuda" or "cpu"
     limits: Limits
-    cache_dir: Path
     aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
 
 
@@ -51,18 +50,11 @@ class KernelWorker(Worker):
         shm = "/dev/shm" if _free_bytes("/dev/shm") >= SHM_MIN_BYTES else None
         super().__init__(spec.limits, index, scratch=shm)
 
-    def before_start(self) -> None:
-        self.spec.cache_dir.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            os.chmod(self.spec.cache_dir, 0o777)  # the sandbox uid writes its caches here
-
     def command(self, fd: int) -> WorkerCommand:
         env = {
             **self.python_env(),
-            # per sandbox uid: a cache entry one uid made is not writable by another
-            "TRITON_CACHE_DIR": str(self.spec.cache_dir / f"triton-{self._uid}"),
-            "TORCH_EXTENSIONS_DIR": str(self.spec.cache_dir / f"torch_extensions-{self._uid}"),
-            "CRUCIBLE_KERNEL_CACHE": str(self.spec.cache_dir),
+            # the warm parent must not create a CUDA context before it forks job children
+            "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
             # CPU workers run Triton's interpreter; an `aot` worker compiles for sm_90
             "TRITON_INTERPRET": "1" if self.spec.device == "cpu" and not self.spec.aot else "0",
         }
@@ -74,14 +66,16 @@ class KernelWorker(Worker):
         ):
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
-        argv = [sys.executable, "-m", "verifiers.kernels.runner", "--serve", "--result-fd", str(fd)]
+        flags = ["--serve", "--result-fd", str(fd), "--device", self.spec.device]
+        if not self.limits.unconfined:  # its own pid namespace: every other process is ours
+            flags.append("--reap")
+        argv = self.python_argv("verifiers.kernels.runner", *flags)
         # the runner writes each output (hundreds of MB at the timing shapes) as a file
         lim = dataclasses.replace(self.limits, fsize_mb=max(self.limits.fsize_mb, RUNNER_FSIZE_MB))
         return WorkerCommand(
             argv,
             env,
             ro=self.python_paths(),
-            rw=[str(self.spec.cache_dir)],
             gpu=self.spec.device == "cuda",
             limits=lim,
         )

@@ -6,12 +6,23 @@ compares them with the output files this process writes, so nothing the candidat
 patches or fakes in this process can make a wrong kernel pass. Timing is measured here
 (the candidate's kernels run here) under the static anti-cheat rules.
 
-It runs warm (`--serve`, started by `verifiers.kernels.pool`): it primes torch, CUDA and
+It runs warm (`--serve`, started by `verifiers.kernels.pool`): it imports torch and
 Triton once, then takes jobs as JSON lines on stdin and answers on the file descriptor
 `--result-fd` (not stdout, which the candidate can print to). On a CPU node it runs
 Triton's interpreter, or (an `aot` worker) compiles Triton for sm_90.
 
-Job steps: `load` (problem + candidate, models built, Model's weights loaded into ModelNew),
+The warm process never runs candidate code: every job runs in a child forked for it
+(~10 ms), which exits with the job. The child never holds the result pipe (it hands its
+result to the parent on a pipe of its own), and once it is gone the parent kills every
+other process of the sandbox (`--reap`: all of them are the candidate's) and wipes what it
+wrote, except the job's output dir and its own verification's private caches (Triton's,
+torch extensions': `session` in the job, a fresh token per verification). So nothing one
+candidate does (threads, patched modules, planted files, a poisoned cache, a process left
+running) reaches the next one, and the reference never enters this process: the host
+sends the problem with the reference's forward removed and compares the outputs itself.
+
+Job steps (each job starts with `load`: children keep nothing between jobs):
+`load` (problem + candidate, models built, Model's weights loaded into ModelNew),
 `launch` (dry run of forward at the timing shapes on meta tensors: every kernel launch is
 recorded and checked against the device's limits without running), `aot` (Triton: compile
 every recorded launch for sm_90), `warm_small` / `warm_full` (GPU: one forward at that
@@ -24,11 +35,16 @@ Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckD
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import hashlib
 import json
 import linecache
 import os
+import re
+import select
+import shutil
+import signal
 import sys
 import time
 import traceback
@@ -48,6 +64,12 @@ from verifiers.kernels.limits import (
 )
 
 SMALL_SEED_OFFSET = 7919
+RESULT_CAP = 32 * 2**20  # a child's result line (metadata only; outputs go to files)
+_SESSION = re.compile(r"^[0-9a-f]{8,64}$")
+
+
+class FakeKernelError(TypeError):
+    """A function decorated like a Triton kernel that is not a Triton kernel object."""
 
 
 class JobError(Exception):
@@ -74,9 +96,12 @@ def describe(exc: BaseException) -> dict[str, Any]:
 
 
 # --- modules --------------------------------------------------------------------------------
-def load_module(name: str, source: str, filename: str, extra: dict | None = None):
+def load_module(
+    name: str, source: str, filename: str, extra: dict | None = None, register: bool = True
+):
     """Execute `source` as a fresh module. Its text is registered with linecache under a
-    per-content path, so tracebacks show its lines and Triton's JIT can read its source."""
+    per-content path, so tracebacks show its lines and Triton's JIT can read its source.
+    Only the candidate is put in sys.modules (Triton's JIT finds its globals there)."""
     digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     filename = f"/crucible/{digest}/{filename}"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -84,7 +109,8 @@ def load_module(name: str, source: str, filename: str, extra: dict | None = None
     mod.__file__ = filename
     if extra:
         mod.__dict__.update(extra)
-    sys.modules[name] = mod  # triton's JIT looks functions' globals up through their module
+    if register:
+        sys.modules[name] = mod  # triton's JIT looks functions' globals up through their module
     try:
         exec(compile(source, filename, "exec"), mod.__dict__)
     except BaseException:
@@ -94,7 +120,7 @@ def load_module(name: str, source: str, filename: str, extra: dict | None = None
 
 
 def problem_module(source: str, overrides: dict | None, tag: str):
-    mod = load_module(f"crucible_problem_{tag}", source, "problem.py")
+    mod = load_module(f"crucible_problem_{tag}", source, "problem.py", register=False)
     for key, value in (overrides or {}).items():
         if not hasattr(mod, key):
             raise KeyError(f"[harness.small] sets {key!r}, which problem.py does not define")
@@ -159,22 +185,24 @@ def save_raw(t, path: Path) -> dict:
     return {"file": path.name, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
 
 
-def load_raw(meta: dict, out_dir: Path, device: str):
-    """Read one output the runner wrote; the byte count must match the dtype and shape."""
-    import numpy as np
+def raw_nbytes(dtype, shape) -> int:
+    import torch as _torch
 
-    dtype = getattr(torch, meta["dtype"], None)
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"output dtype {meta['dtype']!r} is not a torch dtype")
-    shape = [int(s) for s in meta["shape"]]
-    name = Path(meta["file"]).name  # never a path the candidate chose
-    raw = np.fromfile(out_dir / name, dtype=np.uint8)
     n = 1
-    for s in shape:
-        n *= s
-    if raw.size != n * torch.empty((), dtype=dtype).element_size():
-        raise ValueError(f"output file holds {raw.size} bytes, not a {meta['dtype']}{shape}")
-    return torch.from_numpy(raw).view(dtype).reshape(shape).to(device)
+    for d in shape:
+        n *= int(d)
+    return n * _torch.empty((), dtype=dtype).element_size()
+
+
+def tensor_from_bytes(data: bytes, dtype, shape, device: str):
+    """An output the runner wrote, read by the host (`Worker.read_output`): exactly the
+    byte count of its dtype and shape."""
+    if len(data) != raw_nbytes(dtype, shape):
+        raise ValueError(f"output file holds {len(data)} bytes, not a {dtype}{list(shape)}")
+    buf = bytearray(data)  # writable, owned: torch.frombuffer warns on read-only memory
+    if not buf:
+        return torch.empty(list(shape), dtype=dtype, device=device)
+    return torch.frombuffer(buf, dtype=dtype).reshape(list(shape)).to(device)
 
 
 # --- poisoned allocation ------------------------------------------------------------------
@@ -400,6 +428,32 @@ def time_cuda(fn, args, *, budget_ms: float = 100.0, min_reps: int = 10, max_rep
     }
 
 
+def check_kernels(mod, names: list[str]) -> None:
+    """Every function the candidate decorated like a kernel (`@...jit`, `@...autotune`,
+    `@...heuristics`) must be a real Triton kernel object: a home-made `jit` that returns
+    the function would run plain Python (torch) as the "kernel"."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    real: list[type] = [JITFunction]
+    with contextlib.suppress(ImportError):
+        from triton.runtime.interpreter import InterpretedFunction
+
+        real.append(InterpretedFunction)
+    for name in names:
+        obj = getattr(mod, name, None)
+        for _ in range(8):  # autotune(heuristics(jit(f))) wraps a few deep
+            if type(obj) in (Autotuner, Heuristics):
+                obj = getattr(obj, "fn", None)
+                continue
+            break
+        if type(obj) not in real:
+            raise FakeKernelError(
+                f"`{name}` is decorated like a Triton kernel but is a {type(obj).__name__}, "
+                "not a triton.jit kernel: decorate kernels with the real @triton.jit"
+            )
+
+
 # --- the job ------------------------------------------------------------------------------
 class Runner:
     def __init__(self) -> None:
@@ -446,10 +500,16 @@ class Runner:
                 k: KernelResources(**v) for k, v in (job.get("kernel_resources") or {}).items()
             }
             self.state["cuda_resources"] = resources
-            cm = CudaModule(job["cuda_src"], resources, limits, job.get("cubin"), records)
+            cubin = None
+            if job.get("cubin_b64"):  # the host's verified cubin, never a path into a cache
+                cubin = str(Path(os.environ.get("TRITON_HOME", ".")) / "kernel.cubin")
+                Path(cubin).write_bytes(base64.b64decode(job["cubin_b64"]))
+            cm = CudaModule(job["cuda_src"], resources, limits, cubin, records)
             extra["cuda_kernel"] = cm.kernel
         self.state.update(problem=problem, small=small, records=records, device=device)
         cand = load_module("crucible_candidate", job["code"], "candidate.py", extra)
+        if job["domain"] == "triton":
+            check_kernels(cand, job.get("kernels") or [])
         init_seed = job["init_seed"]
         self.state.update(cand=cand, entry=job["entry"], init_seed=init_seed)
         ref = lambda: build_reference(problem, init_seed, "cpu")  # noqa: E731
@@ -560,49 +620,180 @@ class Runner:
         result["timing"] = time_cuda(model, inputs)
 
 
-def prime() -> None:
-    """What the first candidate would otherwise pay on a fresh worker: the meta device's
-    first math op (it imports torch._dynamo: 2-7 s, measured on the H200 and here, paid
-    inside the launch dry run), CUDA's context, cupy, and Triton's driver (its launcher
-    stubs are built with the C compiler on first use)."""
+def prime(device: str) -> None:
+    """What the first candidate would otherwise pay: the meta device's first math op (it
+    imports torch._dynamo: 2-7 s, measured on the H200 and here, paid inside the launch
+    dry run), and the imports of Triton and CuPy. Nothing here touches CUDA: children are
+    forked from this process, and a CUDA context does not survive a fork (each child
+    makes its own)."""
     with torch.device("meta"):
         torch.ones(2).mul(2.0)
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        return
-    torch.ones(1, device="cuda").add_(1)
     with contextlib.suppress(ImportError):
-        import cupy
-
-        cupy.cuda.runtime.getDeviceCount()
-    try:
         import triton
-        import triton.language as tl
-    except ImportError:
+        import triton.language  # noqa: F401
+        from triton.runtime import autotuner, jit  # noqa: F401
+    if device == "cuda":
+        with contextlib.suppress(ImportError):
+            import cupy  # noqa: F401
+
+        from verifiers.kernels import cudalaunch  # noqa: F401
+
+
+def _session_dirs(job: dict) -> Path | None:
+    token = str(job.get("session", ""))
+    return Path.cwd() / f".session-{token}" if _SESSION.match(token) else None
+
+
+def _wipe(root: Path, keep: set[str]) -> None:
+    """Remove everything under `root` but the names in `keep` (a candidate's files: it
+    may have made dirs unreadable to stop this, so each is made readable first)."""
+
+    def retry(fn, path, _exc):
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            fn(path)
+
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
         return
+    for e in entries:
+        if e.name in keep:
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, onerror=retry)
+            else:
+                os.unlink(e.path)
+        except OSError:
+            pass
 
-    @triton.jit
-    def _prime_kernel(x_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
 
-    x = torch.zeros(64, device="cuda")
-    _prime_kernel[(1,)](x, 64, BLOCK=64)
-    torch.cuda.synchronize()
+def _reap_others() -> None:
+    """Kill every other process of the sandbox (its own pid namespace: all of them are
+    the candidate's, started by the child or its descendants) and reap them."""
+    for _ in range(100):
+        try:
+            os.kill(-1, signal.SIGKILL)  # all we may signal but ourselves (and pid 1)
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            break
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        time.sleep(0.005)
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
 
 
-def serve(result_fd: int) -> int:
+def _died(status: int, step: str) -> dict:
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        kind = "CandidateProcessLimit" if sig in ("SIGXCPU", "SIGXFSZ") else "CandidateDied"
+        msg = f"the candidate's process was killed by {sig}"
+    else:
+        kind, msg = "CandidateDied", "the candidate's process exited with status "
+        msg += f"{os.WEXITSTATUS(status)} before it reported"
+    return {
+        "ok": False,
+        "step": step,
+        "seconds": {},
+        "error": {"type": kind, "types": [kind], "message": msg, "traceback": ""},
+    }
+
+
+def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
+    """One job in a child of its own; this process only relays what the child said."""
+    session = _session_dirs(job)
+    out_dir = Path(job["out_dir"]).name if job.get("out_dir") else ""
+    keep = {n for n in (out_dir, session.name if session else "") if n}
+    _wipe(Path.cwd(), keep)
+    if reap:
+        _wipe(Path("/tmp"), set())  # the sandbox's own tmpfs, never the host's
+    env = {}
+    if session is not None:
+        for sub in ("triton", "torch_extensions"):
+            (session / sub).mkdir(parents=True, exist_ok=True)
+        env = {
+            "TRITON_CACHE_DIR": str(session / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(session / "torch_extensions"),
+            "TRITON_HOME": str(session),
+        }
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: candidate code runs here and only here
+        status = 0
+        try:
+            os.close(r)
+            os.close(result_fd)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.environ.update(env)
+            data = json.dumps(Runner().run(job)).encode()
+            view = memoryview(data + b"\n")
+            while view:
+                view = view[os.write(w, view) :]
+        except BaseException:
+            status = 1
+        os._exit(status)
+    os.close(w)
+    chunks, size, status = [], 0, None
+    try:
+        while True:
+            ready, _, _ = select.select([r], [], [], 0.05)
+            if ready:
+                data = os.read(r, 1 << 16)
+                if not data:
+                    break
+                if size <= RESULT_CAP:
+                    chunks.append(data)
+                size += len(data)
+            if status is None:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = st
+                    if reap:  # grandchildren holding the pipe go too
+                        _reap_others()
+        if status is None:
+            status = os.waitpid(pid, 0)[1]
+    finally:
+        os.close(r)
+        if reap:
+            _reap_others()
+    step = (job.get("steps") or ["setup"])[0]
+    if size > RESULT_CAP:
+        return _died(status, step) | {
+            "error": {
+                "type": "CandidateDied",
+                "types": ["CandidateDied"],
+                "message": f"the candidate's process wrote a {size}-byte result",
+                "traceback": "",
+            }
+        }
+    try:
+        res = json.loads(b"".join(chunks).decode("utf-8", "replace"))
+    except ValueError:
+        return _died(status, step)
+    return res if isinstance(res, dict) and "ok" in res else _died(status, step)
+
+
+def serve(result_fd: int, device: str = "cpu", reap: bool = False) -> int:
     out = os.fdopen(result_fd, "w", buffering=1)
     try:
-        prime()
+        prime(device)
     except Exception:  # a worker that cannot prime still verifies; the job reports errors
         traceback.print_exc()
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
-    runner = Runner()
+    reap = reap and os.getuid() != 0  # kill(-1) only as the sandbox's own uid
     for line in sys.stdin:
         if not line.strip():
             continue
-        res = runner.run(json.loads(line))
+        job = json.loads(line)
+        res = run_forked(job, result_fd, reap)
         out.write(json.dumps(res) + "\n")
         out.flush()
     return 0
@@ -612,10 +803,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verifiers.kernels.runner")
     parser.add_argument("--serve", action="store_true", help="warm worker: jobs on stdin")
     parser.add_argument("--result-fd", type=int, required=True, help="where results go")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument(
+        "--reap", action="store_true", help="sandboxed: kill the candidate's processes after a job"
+    )
     args = parser.parse_args(argv)
     if not args.serve:
         parser.error("the runner only serves (started by verifiers.kernels.pool)")
-    return serve(args.result_fd)
+    return serve(args.result_fd, args.device, args.reap)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """The CUDA and Triton verifiers: gates parse, anticheat, compile, launch, correct, timing.
 
-Where the candidate's code runs (`runner.py`, in warm sandboxed worker processes) and what
-decides the verdict (this process) are kept apart: reference outputs are computed here and
-compared here with the output files the runner wrote.
+Where the candidate's code runs (`runner.py`, in warm sandboxed worker processes, one
+forked child per job) and what decides the verdict (this process) are kept apart:
+reference outputs are computed here and compared here with the output files the runner
+wrote, read without following links and only at the size the reference's own outputs
+have. The runner gets the problem without the reference's forward (`redact`), and nothing
+it reports can make a verdict `infra_error` (`errors.classify_python`).
 
 With a GPU: nvcc (device path) and Triton's JIT compile run in parallel across workers;
 correctness and timing hold the GPU lock, one candidate at a time. Without one: Triton
@@ -15,6 +18,7 @@ naming them, so it is retried on a GPU node and never passes here.
 from __future__ import annotations
 
 import ast
+import base64
 import dataclasses
 import functools
 import os
@@ -34,7 +38,8 @@ from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
 from verifiers.kernels.pool import KernelPool, WorkerSpec
-from verifiers.warm import JobTimeout, WorkerDied, WorkerStartError, verify_on_pool
+from verifiers.kernels.redact import runner_problem
+from verifiers.warm import JobTimeout, OutputRefused, WorkerDied, WorkerStartError, verify_on_pool
 
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 IMPLAUSIBLE_SPEEDUP = 50.0
@@ -187,7 +192,7 @@ class KernelVerifier(Verifier):
                 if not n:
                     cores = os.cpu_count() or 2
                     n = min(8, cores) if self.device == "cuda" else min(2, cores)
-                spec = WorkerSpec(self.device, limits, self.cache_dir, aot=aot)
+                spec = WorkerSpec(self.device, limits, aot=aot)
                 pool = KernelPool(spec, n)
                 self._pools[(limits.unconfined, aot)] = pool
             return pool
@@ -293,7 +298,9 @@ class KernelVerifier(Verifier):
             violation = (res.get("launch") or {}).get("violation")
             with self.pool(ctx.limits).gpu.shared():
                 warm = self._job(
-                    ctx, ["warm_small" if violation else "warm_full"], self._build_timeout(ctx)
+                    ctx,
+                    ["load", "warm_small" if violation else "warm_full"],
+                    self._build_timeout(ctx),
                 )
             if not warm["ok"]:
                 status, _ = classify_python(warm["step"], warm["error"])
@@ -367,7 +374,7 @@ class KernelVerifier(Verifier):
         # the interpreter is slow: a longer deadline on the CPU
         timeout = ctx.limits.timeout_s * (6 if self.device == "cpu" else 3)
         with self.pool(ctx.limits).gpu.shared():
-            res = self._job(ctx, ["outputs"], timeout, trials=trials)
+            res = self._job(ctx, ["load", "outputs"], timeout, trials=trials)
             if not res["ok"]:
                 self._fail_from(ctx, res)
             return self._compare(ctx, trials, res)
@@ -376,7 +383,7 @@ class KernelVerifier(Verifier):
         self._need_gpu(ctx, "timing")
         pool = self.pool(ctx.limits)
         with pool.gpu.exclusive():
-            res = self._job(ctx, ["time"], ctx.limits.timeout_s * 3)
+            res = self._job(ctx, ["load", "time"], ctx.limits.timeout_s * 3)
             if not res["ok"]:
                 self._fail_from(ctx, res)
             base = self._baseline(ctx.task)
@@ -444,11 +451,15 @@ class KernelVerifier(Verifier):
                     Status.INFRA_ERROR, "harness_error", f"no runner process: {e}"[:300]
                 ) from None
         h = ctx.task.harness
+        # one token per verification: the runner's private caches for this candidate only
+        session = ctx.state.setdefault("session", os.urandom(16).hex())
         job = {
             "steps": steps,
+            "session": session,
             "domain": self.domain,
             "device": self.device,
-            "problem": h["problem"],
+            "problem": _runner_problem(h["problem"]),
+            "kernels": anticheat.claimed_kernels(ctx.code) if self.domain == "triton" else [],
             "small": h.get("small", {}),
             "code": ctx.code,
             "entry": ctx.task.interface.get("entry", "ModelNew"),
@@ -458,8 +469,8 @@ class KernelVerifier(Verifier):
             **extra,
         }
         if "outputs" in steps:  # the one job that writes files: a fresh dir for them
-            out = ctx.state["out_dir"] = worker.fresh_outdir()
-            job["out_dir"] = worker.guest_path(out)
+            out = worker.fresh_outdir()
+            job["out_dir"] = ctx.state["out_dir"] = worker.guest_path(out)
         t0 = time.perf_counter()
         try:
             res = worker.run(job, timeout_s)
@@ -486,11 +497,10 @@ class KernelVerifier(Verifier):
             ) from None
         finally:
             ctx.tool_seconds += time.perf_counter() - t0
-        ctx.metrics.setdefault("runner_seconds", {}).update(res.get("seconds", {}))
-        if not res["ok"]:
-            status, _ = classify_python(res["step"], res["error"])
-            if status is not Status.COMPILE_ERROR:
-                ctx.state["dirty"] = True
+        if not isinstance(res.get("seconds"), dict):
+            res["seconds"] = {}
+        ctx.metrics.setdefault("runner_seconds", {}).update(res["seconds"])
+        # a failed job leaves nothing behind: it ran in a child of the runner, now gone
         return res
 
     def _fail_from(self, ctx: Context, res: dict) -> None:
@@ -537,7 +547,6 @@ class KernelVerifier(Verifier):
         from verifiers.kernels.compare import compare
 
         h = ctx.task.harness
-        out_dir: Path = ctx.state["out_dir"]
         worst = 0.0
         for i, trial in enumerate(trials):
             problem, model = self._reference(ctx.task, trial["small"])
@@ -550,8 +559,8 @@ class KernelVerifier(Verifier):
                 ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
                 continue
             try:
-                got = [runner.load_raw(m, out_dir, self.device) for m in res["outputs"][i]]
-            except (ValueError, OSError, TypeError, KeyError) as e:
+                got = self._read_outputs(ctx, res["outputs"][i], want)
+            except (OutputRefused, ValueError, TypeError, KeyError, IndexError) as e:
                 raise GateFail(
                     Status.WRONG_ANSWER, "shape_mismatch", f"trial {i + 1}: unreadable output: {e}"
                 ) from None
@@ -572,6 +581,29 @@ class KernelVerifier(Verifier):
         ctx.metrics["max_abs_err"] = worst
         where = "CPU interpreter, small shapes" if self.device == "cpu" else "GPU"
         return f"{len(trials)} trials pass ({where}); max abs error {worst:.3g}"
+
+    def _read_outputs(self, ctx: Context, metas: list, want: list) -> list:
+        """The runner's output files for one trial, read by the host: only a plain file
+        (no link anywhere on its path) of exactly the size of the reference's output."""
+        from verifiers.kernels import runner
+
+        if not isinstance(metas, list) or len(metas) != len(want):
+            n = len(metas) if isinstance(metas, list) else "no"
+            raise ValueError(f"forward returned {n} output(s); the reference returns {len(want)}")
+        worker, out_dir = ctx.state["worker"], ctx.state["out_dir"]
+        got = []
+        for k, (meta, w) in enumerate(zip(metas, want, strict=True)):
+            dtype, shape = str(w.dtype).removeprefix("torch."), list(w.shape)
+            if meta.get("dtype") != dtype or [int(s) for s in meta.get("shape", [])] != shape:
+                raise ValueError(
+                    f"output {k} is a {meta.get('dtype')}{meta.get('shape')}, "
+                    f"expected a {dtype}{shape}"
+                )
+            nbytes = runner.raw_nbytes(w.dtype, shape)
+            name = Path(str(meta["file"])).name  # never a path the candidate chose
+            data = worker.read_output(f"{out_dir}/{name}", nbytes)
+            got.append(runner.tensor_from_bytes(data, w.dtype, shape, self.device))
+        return got
 
     def prepare_baselines(
         self,
@@ -698,9 +730,10 @@ class CudaVerifier(KernelVerifier):
                 k: {"registers": r.registers, "smem": r.static_shared, "spills": r.spill_stores}
                 for k, r in res.resources.items()
             }
+            cubin = res.cubin if self.device == "cuda" else None
             ctx.state["job_extra"] = {
                 "cuda_src": src,
-                "cubin": str(res.cubin) if self.device == "cuda" else None,
+                "cubin_b64": base64.b64encode(cubin).decode() if cubin else None,
                 "kernel_resources": {k: dataclasses.asdict(r) for k, r in res.resources.items()},
             }
             kernels = ", ".join(
@@ -717,6 +750,11 @@ class CudaVerifier(KernelVerifier):
         ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
         ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
         return detail
+
+
+@functools.lru_cache(maxsize=256)
+def _runner_problem(source: str) -> str:
+    return runner_problem(source)
 
 
 __all__ = ["CudaVerifier", "KernelVerifier", "TritonVerifier"]

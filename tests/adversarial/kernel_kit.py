@@ -1,0 +1,36 @@
+"""Shared pieces of the CUDA and Triton hostile suites: a test-only verifier subclass that
+skips the static anti-cheat (so the runtime defences are probed alone), and the small
+templates the hostile candidates are written from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifiers.base import Context
+from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _NoStaticGate:
+    """TEST ONLY: the anticheat gate passes everything, so what a candidate does at run
+    time meets only the runtime defences (runner, sandbox, host-side reads)."""
+
+    def gate_anticheat(self, ctx: Context) -> str:
+        return "static anti-cheat bypassed (adversarial test only)"
+
+
+class StaticGateBypassedTritonVerifierForTests(_NoStaticGate, TritonVerifier):
+    pass
+
+
+class StaticGateBypassedCudaVerifierForTests(_NoStaticGate, CudaVerifier):
+    pass
+
+
+def fill(outside, template: str, **extra: str) -> str:
+    """`outside.fill` plus {ROOT} (this checkout) and any test-specific tokens."""
+    text = outside.fill(template).replace("{ROOT}", str(ROOT))
+    for k, v in extra.items():
+        text = text.replace("{" + k + "}", v)
+    return text

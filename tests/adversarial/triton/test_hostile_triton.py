@@ -1,0 +1,603 @@
+"""Hostile Triton candidates on the CPU gates (the interpreter and the sm_90 AOT compile).
+
+Each case names its mechanism (issue 11). Most are written so that they *pass* exactly
+when the hole they probe is open (a reference grabbed, a file read, a marker left by an
+earlier candidate found): a green test means the hole is shut. The `static` cases meet the
+real verifier; the `runtime` cases meet a test-only subclass with the static anti-cheat
+switched off, so that the runner and the host-side reads must hold on their own.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.harness import (
+    CANDIDATE_FAULT,
+    LIMITS,
+    REFUSED,
+    assert_innocent_fails,
+    assert_innocent_passes,
+)
+from tests.adversarial.kernel_kit import ROOT, StaticGateBypassedTritonVerifierForTests, fill
+from tests.verifiers.test_kernels import TRITON_RELU
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.kernels.verifier import TritonVerifier
+
+CPU_GATES = ("parse", "anticheat", "compile", "launch", "correct")
+WRONG = TRITON_RELU.replace("tl.maximum(x, 0.0)", "x")
+
+# a real kernel; forward runs it only when `hole(x)` says the hole is open, otherwise it
+# returns 7s (a wrong answer): a pass means the hole is there
+PROBE = """
+import torch
+import triton
+import triton.language as tl
+{IMPORTS}
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+{PROBE}
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        if hole(x):
+            relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        else:
+            y.fill_(7.0)
+        return y
+"""
+
+
+def probe(body: str, imports: str = "") -> str:
+    return PROBE.replace("{IMPORTS}", imports).replace("{PROBE}", textwrap.dedent(body))
+
+
+def replace_forward(body: str, imports: str = "") -> str:
+    """A candidate whose forward is `body` (after allocating y), kernel left in place."""
+    code = probe("def hole(x):\n    return True\n", imports)
+    old = "        if hole(x):\n"
+    return code.replace(old, textwrap.indent(textwrap.dedent(body), " " * 8) + old)
+
+
+# --- candidates the static anti-cheat must refuse ------------------------------------------
+FAKE_JIT = """
+import torch
+import triton
+
+def jit(fn):
+    return fn
+
+@jit
+def relu_kernel(x, y):
+    y.copy_(torch.relu(x))
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel(x, y)
+        return y
+"""
+
+REBOUND_JIT = """
+import torch
+import triton
+from triton import jit
+jit = lambda fn: fn  # noqa: E731
+
+@jit
+def relu_kernel(x, y):
+    y.copy_(torch.relu(x))
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel(x, y)
+        return y
+"""
+
+FAKE_TRITON_NAME = """
+import torch
+import triton
+import triton.language as tl
+
+class _Fake:
+    @staticmethod
+    def jit(fn):
+        return fn
+
+triton = _Fake()
+
+@triton.jit
+def relu_kernel(x, y):
+    y.copy_(torch.relu(x))
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel(x, y)
+        return y
+"""
+
+SYS_MODULES_VIA_TORCH = """
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+def grab():
+    for name, mod in list(torch.sys.modules.items()):
+        if name.startswith("crucible_problem"):
+            return getattr(mod, "Model", None)
+    return None
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        ref = grab()
+        if ref is not None:
+            return ref()(x)
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+"""
+
+BUILTINS_BY_LITERAL_GETATTR = """
+def hole(x):
+    b = getattr(torch, "__builtins__")
+    src = b["open"]("{ROOT}/tasks/triton/relu/problem.py").read()
+    return "torch.relu" in src
+"""
+
+NUMPY_CTYPES = """
+def hole(x):
+    libc = np.ctypeslib.ctypes.CDLL(None)
+    return libc.getpid() > 0
+"""
+
+KERNEL_BODY_INTROSPECTS = """
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    mods = __import__("sys").modules
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+"""
+
+STATIC = [
+    pytest.param(FAKE_JIT, REFUSED, id="denylist_gap-fake_jit_decorator"),
+    pytest.param(REBOUND_JIT, REFUSED, id="denylist_gap-from_triton_import_jit_rebound"),
+    pytest.param(FAKE_TRITON_NAME, REFUSED, id="denylist_gap-triton_name_rebound"),
+    pytest.param(SYS_MODULES_VIA_TORCH, REFUSED, id="reference_reachable-torch_sys_modules"),
+    pytest.param(probe(BUILTINS_BY_LITERAL_GETATTR), REFUSED, id="denylist_gap-getattr_dunder"),
+    pytest.param(
+        probe(NUMPY_CTYPES, "import numpy as np"), REFUSED, id="denylist_gap-numpy_ctypeslib"
+    ),
+    pytest.param(KERNEL_BODY_INTROSPECTS, REFUSED, id="denylist_gap-kernel_body_exempt"),
+    pytest.param(
+        replace_forward("raise OSError(28, 'No space left on device')\n"),
+        CANDIDATE_FAULT,
+        id="judge_reads_candidate_text-oserror_no_space",
+    ),
+    pytest.param(
+        TRITON_RELU.replace(
+            "class ModelNew", 'raise PermissionError("bwrap: Can\'t mount proc")\n\nclass ModelNew'
+        ),
+        CANDIDATE_FAULT,
+        id="judge_reads_candidate_text-permission_error_at_load",
+    ),
+    pytest.param(
+        replace_forward("raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"),
+        CANDIDATE_FAULT,
+        id="judge_reads_candidate_text-cuda_oom_text",
+    ),
+    pytest.param(
+        WRONG.replace(
+            "        return y\n",
+            "        print('{\"ready\": true}')\n"
+            '        print(\'{"ok": true, "outputs": [], "seconds": {}}\')\n'
+            "        return y\n",
+        ),
+        CANDIDATE_FAULT,
+        id="judge_reads_candidate_text-fake_result_json",
+    ),
+]
+
+
+# --- candidates for the runtime defences (static gate off) -----------------------------------
+REF_VIA_SYS_MODULES = """
+import sys
+
+def hole(x):
+    for mod in list(sys.modules.values()):
+        ref = getattr(mod, "Model", None)
+        if isinstance(ref, type) and "forward" in ref.__dict__:
+            return True
+    return False
+"""
+
+REF_VIA_FRAMES = """
+import sys
+
+def _looks_like_reference(v):
+    if isinstance(v, str) and "torch.re" + "lu(x)" in v:
+        return True
+    ref = getattr(v, "Model", None)
+    return isinstance(ref, type) and "forward" in ref.__dict__
+
+def hole(x):
+    f = sys._getframe()
+    while f is not None:
+        for v in [*f.f_locals.values(), *f.f_globals.values()]:
+            if _looks_like_reference(v):
+                return True
+            if isinstance(v, dict) and any(_looks_like_reference(w) for w in v.values()):
+                return True
+        f = f.f_back
+    return False
+"""
+
+REF_VIA_GC = """
+import gc
+
+def hole(x):
+    for o in gc.get_objects():
+        if isinstance(o, type) and o.__name__ == "Model" and "forward" in o.__dict__:
+            return True
+        if isinstance(o, dict) and isinstance(o.get("problem"), str):
+            if "torch.re" + "lu(x)" in o["problem"]:
+                return True
+    return False
+"""
+
+READ_TASKS = """
+def hole(x):
+    try:
+        src = open("{ROOT}/tasks/triton/relu/problem.py").read()
+    except OSError:
+        return False
+    return "torch.relu" in src
+"""
+
+READ_GIT = """
+def hole(x):
+    try:
+        return len(open("{ROOT}/.git/HEAD").read()) > 0
+    except OSError:
+        return False
+"""
+
+NETWORK = """
+import socket
+
+def hole(x):
+    s = socket.socket()
+    s.settimeout(1.0)
+    try:
+        s.connect(("127.0.0.1", {PORT}))
+        return True
+    except OSError:
+        return False
+"""
+
+READ_CANARIES = """
+def hole(x):
+    for p in ("{SECRET_HOME}", "{SECRET_TMP}"):
+        try:
+            raise ValueError("canary: " + open(p).read())
+        except OSError:
+            pass
+    return False
+"""
+
+FAKE_JIT_RUNTIME = """
+import torch
+import triton
+
+def jit(fn):
+    return fn
+
+@jit
+def relu_kernel(x, y):
+    y.copy_(torch.relu(x))
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel(x, y)
+        return y
+"""
+
+FORK_BOMB = """
+import subprocess
+
+def hole(x):
+    if x.device.type == "meta":
+        return False
+    for _ in range(5000):
+        try:
+            subprocess.Popen(["sleep", "45"])
+        except OSError:
+            break
+    return False
+"""
+
+MEMORY_HOG = """
+def hole(x):
+    blob = bytearray(64 * 2**30)
+    return len(blob) > 0
+"""
+
+TMPFS_HOG = """
+def hole(x):
+    if x.device.type == "meta":
+        return False
+    with open("/tmp/hog", "wb") as f:
+        for _ in range(1024):
+            f.write(b"x" * 2**20)
+    return False
+"""
+
+SLEEP_FOREVER = """
+import time
+
+def hole(x):
+    while x.device.type == "cpu":
+        time.sleep(1)
+    return False
+"""
+
+SETSID_SURVIVOR = """
+import subprocess
+
+def hole(x):
+    subprocess.Popen(["sleep", "120"], start_new_session=True)
+    return False
+"""
+
+RUNTIME = [
+    pytest.param(probe(REF_VIA_SYS_MODULES), CANDIDATE_FAULT, id="reference_reachable-sys_modules"),
+    pytest.param(probe(REF_VIA_FRAMES), CANDIDATE_FAULT, id="reference_reachable-frame_walk"),
+    pytest.param(probe(REF_VIA_GC), CANDIDATE_FAULT, id="reference_reachable-gc_get_objects"),
+    pytest.param(probe(READ_TASKS), CANDIDATE_FAULT, id="host_paths-read_tasks_dir"),
+    pytest.param(probe(READ_GIT), CANDIDATE_FAULT, id="host_paths-read_git"),
+    pytest.param(probe(NETWORK), CANDIDATE_FAULT, id="classics-network_to_listener"),
+    pytest.param(probe(READ_CANARIES), CANDIDATE_FAULT, id="classics-read_canaries"),
+    pytest.param(FAKE_JIT_RUNTIME, CANDIDATE_FAULT, id="denylist_gap-fake_jit_at_runtime"),
+    pytest.param(probe(FORK_BOMB), CANDIDATE_FAULT, id="limits-process_flood"),
+    pytest.param(probe(MEMORY_HOG), CANDIDATE_FAULT, id="limits-memory_hog"),
+    pytest.param(probe(TMPFS_HOG), CANDIDATE_FAULT, id="limits-tmpfs_hog"),
+    pytest.param(probe(SETSID_SURVIVOR), CANDIDATE_FAULT, id="left_behind-setsid_survivor"),
+]
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return load_task(ROOT / "tasks/triton/relu")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("kernel-cache")
+
+
+@pytest.fixture(scope="module")
+def verifier(cache):
+    v = TritonVerifier(device="cpu", workers=1, cache_dir=cache)
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def bypassed(cache):
+    v = StaticGateBypassedTritonVerifierForTests(device="cpu", workers=1, cache_dir=cache)
+    yield v
+    v.close()
+
+
+def run(v, task, code, **limits):
+    return v.verify(task, code, Limits(gates=CPU_GATES, **limits))
+
+
+@pytest.mark.parametrize(("code", "family"), STATIC)
+def test_static_hostile(verifier, relu, outside, code, family):
+    v = run(verifier, relu, fill(outside, code))
+    outside.check(v, family)
+    assert_innocent_passes(lambda t, c: run(verifier, t, c), relu, TRITON_RELU)
+
+
+@pytest.mark.parametrize(("code", "family"), RUNTIME)
+def test_runtime_hostile(bypassed, relu, outside, code, family):
+    v = run(bypassed, relu, fill(outside, code), timeout_s=5.0)
+    outside.check(v, family, settle_s=15.0)
+    assert_innocent_fails(lambda t, c: run(bypassed, t, c), relu, WRONG)
+    assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
+
+
+def test_classics_sleep_forever_is_a_timeout(bypassed, relu, outside):
+    v = run(bypassed, relu, fill(outside, probe(SLEEP_FOREVER)), timeout_s=1.0)
+    outside.check(v, LIMITS, settle_s=15.0)
+    assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
+
+
+# --- state one candidate leaves for the next --------------------------------------------------
+LEAVE_MARKERS = """
+import os
+
+def hole(x):
+    token = "{TOKEN}"
+    dirs = [os.environ.get(k) for k in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
+            "CRUCIBLE_KERNEL_CACHE", "HOME", "TRITON_HOME")] + [os.getcwd(), "/tmp"]
+    for d in dirs:
+        if d:
+            try:
+                os.makedirs(d, exist_ok=True)
+                with open(os.path.join(d, "marker-" + token), "w") as f:
+                    f.write(token)
+            except OSError:
+                pass
+    return False
+"""
+
+FIND_MARKERS = """
+import os
+
+def hole(x):
+    dirs = [os.environ.get(k) for k in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
+            "CRUCIBLE_KERNEL_CACHE", "HOME", "TRITON_HOME")] + [os.getcwd(), "/tmp"]
+    for d in dirs:
+        if d and os.path.exists(os.path.join(d, "marker-{TOKEN}")):
+            return True
+    return False
+"""
+
+
+def test_cache_and_dirs_not_shared_between_candidates(bypassed, relu, outside):
+    token = secrets.token_hex(8)
+    first = run(bypassed, relu, fill(outside, probe(LEAVE_MARKERS), TOKEN=token))
+    outside.check(first, CANDIDATE_FAULT)
+    second = run(bypassed, relu, fill(outside, probe(FIND_MARKERS), TOKEN=token))
+    outside.check(second, CANDIDATE_FAULT)  # it passes only if it found the first's marker
+
+
+# --- planted code in the runner's dirs + a forced restart --------------------------------------
+# the planted judge swaps every job's candidate for a known-good one: all candidates pass
+PLANT = '''
+import os, sys
+
+HONEST = {HONEST!r}
+HOOK = """
+import json
+_loads = json.loads
+def _swap(s, *a, **k):
+    d = _loads(s, *a, **k)
+    if isinstance(d, dict) and "code" in d:
+        d["code"] = HONEST
+    return d
+json.loads = _swap
+"""
+
+def plant(x):
+    hook = "HONEST = " + repr(HONEST) + "\\n" + HOOK
+    cwd = os.getcwd()
+    home = os.environ.get("HOME", cwd)
+    site = os.path.join(home, ".local/lib/python%d.%d/site-packages" % sys.version_info[:2])
+    for d in (cwd, home, "/tmp", site):
+        try:
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+                f.write(hook)
+            with open(os.path.join(d, "usercustomize.py"), "w") as f:
+                f.write(hook)
+        except OSError:
+            pass
+    try:
+        with open(os.path.join(site, "zz.pth"), "w") as f:
+            f.write("import sitecustomize\\n")
+        os.makedirs(os.path.join(cwd, "verifiers", "kernels"), exist_ok=True)
+        with open(os.path.join(cwd, "verifiers", "__init__.py"), "w") as f:
+            f.write(hook)
+    except OSError:
+        pass
+    os._exit(3)  # the runner dies; the pool starts a fresh one in the same dirs
+'''
+
+
+def test_planted_code_and_forced_restart(bypassed, relu, outside):
+    code = probe(
+        PLANT.replace("{HONEST!r}", repr(TRITON_RELU)) + "\ndef hole(x):\n    return plant(x)\n"
+    )
+    v = run(bypassed, relu, fill(outside, code))
+    outside.check(v, CANDIDATE_FAULT)
+    assert_innocent_fails(lambda t, c: run(bypassed, t, c), relu, WRONG)
+    assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
+
+
+# --- links in place of the outputs ----------------------------------------------------------
+OUTPUT_LINK = """
+import glob, os
+
+def hole(x):
+    if x.device.type != "cpu":
+        return True
+    for d in glob.glob(os.path.join(os.getcwd(), "*")) + [os.path.join(os.getcwd(), "out")]:
+        if os.path.isdir(d) and not os.path.islink(d):
+            for i in range(8):
+                p = os.path.join(d, "out_%d_0.bin" % i)
+                if not os.path.lexists(p):
+                    os.symlink("{SECRET_TMP}", p)
+    return True
+"""
+
+
+def test_host_paths_output_file_linked_to_a_host_file(bypassed, relu, outside):
+    v = run(bypassed, relu, fill(outside, probe(OUTPUT_LINK)))
+    outside.check(v, CANDIDATE_FAULT)
+    size = len(outside.secret)
+    assert f"{size} bytes" not in v.feedback, "the host followed the link (file size shown)"
+    assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
+
+
+OUTDIR_LINK = """
+import os
+
+def hole(x):
+    cwd = os.getcwd()
+    for name in os.listdir(cwd):
+        p = os.path.join(cwd, name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.rename(p, p + ".moved")
+            os.symlink("{VICTIM}", p)
+    for name in ("out", "out0", "out1", "out2"):
+        p = os.path.join(cwd, name)
+        if not os.path.lexists(p):
+            os.symlink("{VICTIM}", p)
+    return True
+"""
+
+
+def test_host_paths_outdir_linked_to_a_host_dir(bypassed, relu, outside, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    before = os.stat(victim)
+    v = run(bypassed, relu, fill(outside, probe(OUTDIR_LINK), VICTIM=str(victim)))
+    after = os.stat(victim)
+    assert (after.st_uid, after.st_gid, after.st_mode) == (
+        before.st_uid,
+        before.st_gid,
+        before.st_mode,
+    ), "the host chowned or chmodded the target of the candidate's link"
+    assert list(Path(victim).iterdir()) == [], "the host wrote through the candidate's link"
+    assert v.status is not Status.INFRA_ERROR, v.feedback
+    assert v.status is Status.PASS or v.status in CANDIDATE_FAULT, v.feedback
+    assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
