@@ -13,9 +13,28 @@ task's clock, otherwise `clk2fflogic` makes the clock an input), `yosys-abc` run
 `bmc3` (short counterexamples for shallow bugs) and then `scorr; pdr` (deep bugs and
 proofs: a bug 200 cycles deep takes ~0.2 s where `sat -tempinduct` took minutes).
 
+Who decides (the trust boundary). A candidate can print into every log of a tool that
+reads its text: Yosys prints an `initial $display(...)` while it reads the design, so a
+verdict grepped from a log ("SAT proof finished - no model found: SUCCESS") can be forged
+by one line of the candidate. No verdict here comes from a log:
+
+- combinational: `sat -prove ... -verify` makes yosys exit non-zero unless the proof
+  succeeds (a timeout too), and `-dump_json cex.json` writes the model only when there is
+  one. Proven <=> exit 0; counterexample <=> non-zero exit and a cex.json the harness
+  removed before the run; anything else is unknown. The counterexample's values for the
+  feedback are read from that JSON, never from the log;
+- sequential: `yosys-abc` reads only miter.aig (written by yosys from the harness's miter),
+  so no candidate text reaches it at all, and its result is read from `write_status`
+  (snl_UNSAT / snl_SAT <engine> <output> <frame> / snl_UNK), a file only ABC writes
+  (removed before each run), not from its stdout ("Property proved").
+
 A sequential counterexample is replayed in simulation (X semantics, as the testbench sees
-it) before it counts: one that does not reproduce (e.g. it needs a flop the reference never
-resets to start at a particular value) is reported as undecided, not as a failure.
+it). The replay runs the candidate's code, so it may only add information: a reproduced
+difference gives the feedback its expected/got table; the counterexample is set aside as
+undecided (e.g. it needs a flop the reference never resets to start at a particular value)
+only when the replay ran to its own end (its nonce-prefixed END line, exit 0, no limit) and
+no difference showed. A replay that does not compile, ends early, crashes or hangs leaves
+the formal counterexample standing.
 """
 
 from __future__ import annotations
@@ -33,6 +52,9 @@ REPLAY = "crucible_replay"
 INIT = "crucible_init"
 P_GOLD, P_GATE, P_TRIG = "crucible_gold_", "crucible_gate_", "crucible_trig_"
 BMC_FRAMES = 24
+SAT_CEX = "cex.json"  # yosys sat's model (WaveJSON), written only when there is one
+ABC_STATUS = "abc.status"  # ABC's write_status
+ABC_CEX = "cex.txt"
 
 _X_LITERAL = re.compile(r"'\s*[sS]?[bBoOhHdD]?\s*[0-9a-fA-F_zZ?]*[xX]")
 
@@ -56,13 +78,11 @@ def comb_script(top: str, ignore_gold_x: bool, timeout_s: float) -> str:
             "opt_clean",
             f"miter -equiv{gx} -flatten -make_outputs {REF_TOP} {top} crucible_comb",
             "hierarchy -top crucible_comb",
-            f"sat -prove trigger 0 -show-inputs -show-outputs -timeout {max(1, int(timeout_s))}"
-            " crucible_comb",
+            # -verify: a non-zero exit unless proven; -dump_json: the model, only if one
+            f"sat -prove trigger 0 -verify -show-inputs -show-outputs -dump_json {SAT_CEX}"
+            f" -timeout {max(1, int(timeout_s))} crucible_comb",
         )
     )
-
-
-_SAT_ROW = re.compile(r"^\s*\\(?P<name>\S+)\s+(?P<dec>\S+)\s+(?P<hex>\S+)\s+(?P<bin>\S+)\s*$")
 
 
 @dataclass
@@ -73,18 +93,18 @@ class Outcome:
     depth: int | None = None
 
 
-def parse_sat(log: str, top_ports: Sequence[Mapping[str, Any]]) -> Outcome:
-    if "SAT proof finished - no model found: SUCCESS" in log:
+def sat_outcome(
+    returncode: int, cex_json: str | None, top_ports: Sequence[Mapping[str, Any]]
+) -> Outcome:
+    """The verdict of `sat -prove -verify -dump_json`: from yosys's exit status and the
+    model file it wrote (None: no such file), never from its log."""
+    if returncode == 0 and cex_json is None:
         return Outcome("proven", "combinational equivalence proven (yosys sat)")
-    if "SAT proof finished - model found: FAIL" not in log:
-        if "timeout" in log.lower() or "interrupted" in log.lower():
-            return Outcome("unknown", "sat solver timed out")
-        return Outcome("unknown", "sat gave no answer")
-    values: dict[str, str] = {}
-    for line in log.splitlines():
-        m = _SAT_ROW.match(line)
-        if m and m["name"] != "Signal":
-            values[m["name"]] = m["hex"]
+    if returncode == 0 or cex_json is None:
+        return Outcome("unknown", "sat gave no answer (timeout or no miter)")
+    values = _wavejson_values(cex_json)
+    if values is None:
+        return Outcome("unknown", "sat wrote a model that does not parse")
     inputs = [p["name"] for p in top_ports if p.get("direction") == "input"]
     outputs = [p["name"] for p in top_ports if p.get("direction") == "output"]
     shown_in = " ".join(f"{n}={values.get('in_' + n, '?')}" for n in inputs)
@@ -99,6 +119,28 @@ def parse_sat(log: str, top_ports: Sequence[Mapping[str, Any]]) -> Outcome:
         f"for inputs {shown_in} (hex):\n" + "\n".join(diffs)
     )
     return Outcome("counterexample", f"counterexample: {shown_in}", fb)
+
+
+def _wavejson_values(text: str) -> dict[str, str] | None:
+    """Signal -> hex value at step 0 of yosys's WaveJSON model."""
+    try:
+        signals = json.loads(text)["signal"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    values = {}
+    for sig in signals if isinstance(signals, list) else ():
+        if not isinstance(sig, dict) or not isinstance(sig.get("name"), str):
+            continue
+        data, wave = sig.get("data") or [], str(sig.get("wave", ""))
+        bits = str(data[0]) if data else wave[:1]
+        values[sig["name"]] = _bits_hex(bits)
+    return values
+
+
+def _bits_hex(bits: str) -> str:
+    if bits and set(bits) <= {"0", "1"}:
+        return format(int(bits, 2), "x")
+    return bits.lower() or "?"
 
 
 # --- sequential ---------------------------------------------------------------------------
@@ -206,7 +248,7 @@ def aiger_script(cycle_frames: bool) -> str:
 def abc_bmc(timeout_s: float) -> str:
     return (
         f"read_aiger miter.aig; bmc3 -F {BMC_FRAMES} -T {max(1, int(timeout_s))}; "
-        "write_cex -n cex.txt"
+        f"write_status {ABC_STATUS}; write_cex -n {ABC_CEX}"
     )
 
 
@@ -215,20 +257,27 @@ def abc_pdr(timeout_s: float) -> str:
     # leaves pdr a trivial miter where alone it must learn the whole encoding (a Gray-coded
     # counter vs a binary one: >10 s without, 0.01 s with); it keeps the inputs, so a
     # counterexample is still a trace of the original miter (and is replayed anyway).
-    return f"read_aiger miter.aig; scorr; pdr -T {max(1, int(timeout_s))}; write_cex -n cex.txt"
+    return (
+        f"read_aiger miter.aig; scorr; pdr -T {max(1, int(timeout_s))}; "
+        f"write_status {ABC_STATUS}; write_cex -n {ABC_CEX}"
+    )
 
 
-_ASSERTED = re.compile(r"Output (\d+) of miter \S+ was asserted in frame (\d+)")
+_STATUS = re.compile(r"^snl_(?P<kind>SAT|UNSAT|UNK)\b(?P<rest>.*)$", re.M)
 
 
-def parse_abc(log: str) -> tuple[str, int | None, int | None]:
-    """("proven" | "counterexample" | "unknown", failing output index, frame)."""
-    m = _ASSERTED.search(log)
-    if m:
-        return "counterexample", int(m[1]), int(m[2])
-    if "Property proved" in log:
+def parse_status(status: str | None) -> tuple[str, int | None, int | None]:
+    """("proven" | "counterexample" | "unknown", failing output index, frame) from ABC's
+    `write_status` file (None: ABC wrote none). A counterexample line reads
+    `snl_SAT <engine> <...> <output> <frame>`."""
+    m = _STATUS.search(status or "")
+    if not m or m["kind"] == "UNK":
+        return "unknown", None, None
+    if m["kind"] == "UNSAT":
         return "proven", None, None
-    return "unknown", None, None
+    nums = [int(w) for w in m["rest"].split() if w.isdigit()]
+    out_idx, frame = (nums[-2], nums[-1]) if len(nums) >= 3 else (None, None)
+    return "counterexample", out_idx, frame
 
 
 def read_map(map_text: str) -> tuple[dict[int, tuple[str, int]], list[str]]:
@@ -311,14 +360,21 @@ _CEX_LINE = re.compile(
 )
 
 
-def parse_replay(stdout: str, token: str) -> list[dict[str, str]]:
-    rows = []
+def parse_replay(stdout: str, token: str) -> tuple[list[dict[str, str]], bool]:
+    """The differences the replay printed, and whether it reached its own END line. Only
+    lines carrying the replay's nonce count, wherever in the line the nonce stands (the
+    candidate may leave a partial line of its own in front of it)."""
+    rows, ended = [], False
     for raw in stdout.splitlines():
-        if raw.startswith(token):
-            m = _CEX_LINE.search(raw)
-            if m:
-                rows.append(m.groupdict())
-    return rows
+        at = raw.find(token)
+        if at < 0:
+            continue
+        line = raw[at + len(token) :].strip()
+        if line == "END":
+            ended = True
+        elif m := _CEX_LINE.match(line):
+            rows.append(m.groupdict())
+    return rows, ended
 
 
 def trace_summary(

@@ -20,26 +20,49 @@ REPORT_TOKEN = "CRUCIBLE_REPORT"
 REF_TOP = "RefModule"
 REF_PREFIX = "crucible_ref_"
 
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_STRINGS = re.compile(r'"(?:\\.|[^"\\\n])*"')
+# One left-to-right pass: whichever of a comment, a string literal or an escaped identifier
+# starts first wins, as in the language's own lexer. Stripping comments and strings in two
+# separate passes gets this wrong: a "/*" inside a string would hide the code up to a later
+# "*/" from every check, and `\\x/*` (an escaped identifier) is no comment at all.
+_LEXEMES = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|\\\S+', re.S)
 _MODULE = re.compile(
     r"^\s*(?:module|macromodule)\s+(?:automatic\s+|static\s+)?([A-Za-z_]\w*)", re.M
 )
 
 
+def _blank(text: str) -> str:
+    """A comment's replacement: its line breaks (so line numbers still match) or a space."""
+    return "\n" * text.count("\n") or " "
+
+
 def strip_comments(source: str) -> str:
     """Remove // and /* */ comments, keeping line breaks so line numbers still match."""
-    return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n") or " ", source)
+    return _LEXEMES.sub(lambda m: _blank(m[0]) if m[0][0] == "/" else m[0], source)
 
 
 def strip_strings(source: str) -> str:
-    return _STRINGS.sub('""', source)
+    return _LEXEMES.sub(lambda m: '""' if m[0][0] == '"' else m[0], source)
 
 
 def code_only(source: str) -> str:
     """The source without comments and with string literals emptied: what the tools see as
-    code (line numbers kept)."""
-    return strip_strings(strip_comments(source))
+    code (line numbers kept). Escaped identifiers stay as written."""
+
+    def repl(m: re.Match) -> str:
+        head = m[0][0]
+        return _blank(m[0]) if head == "/" else '""' if head == '"' else m[0]
+
+    return _LEXEMES.sub(repl, source)
+
+
+def comments(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every real comment (not a `//` inside a string), markers removed."""
+    out = []
+    for m in _LEXEMES.finditer(source):
+        if m[0][0] == "/":
+            body = m[0][2:-2] if m[0].startswith("/*") else m[0][2:]
+            out.append((source.count("\n", 0, m.start()) + 1, body))
+    return out
 
 
 def module_names(source: str) -> list[str]:

@@ -10,19 +10,45 @@ against it.
 
 Every tool run on candidate text goes through the sandbox (`ctx.run`), inside which the
 work dir is /work: every path below is relative to it.
+
+The trust boundary, in this verifier:
+
+- no verdict is read from text the candidate can write. The testbench's report is found by
+  a per-run nonce (anywhere in a line) the candidate cannot learn: it may not touch files
+  (the anti-cheat allow-list) nor name the testbench's scopes, and ref.sv / tb.sv exist in
+  the work dir only while a tool that does not run the design (iverilog, yosys) reads them,
+  never while vvp runs it. Formal verdicts come from exit statuses and result files
+  (formal.py says which); the counterexample replay can confirm or explain a formal
+  counterexample, never turn it into a pass;
+- the host never follows a link the sandbox could have planted: inputs are written with
+  O_EXCL | O_NOFOLLOW after an unlink, outputs read with O_NOFOLLOW, size-capped, regular
+  files only;
+- feedback never quotes the reference or the testbench: diagnostics about those files keep
+  the compiler's message only, and every verdict is scrubbed of their source lines;
+- a candidate's text is never taken for an infrastructure fault: "the reference does not
+  compile" is decided by compiling the reference alone, not by where the log points;
+- `metrics["equivalence"]` is on every verdict: "proven", "counterexample", "unknown" (an
+  undecided proof: not held against the candidate, never reported as proven), or
+  "not_checked" (the gate did not run, or the task has no reference / equivalence = none).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import json
+import os
 import re
 import secrets
+import shutil
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
-from verifiers.contract import Artifact, Status, Task
+from verifiers.contract import Artifact, Limits, Status, Task, Verdict
 from verifiers.feedback import trim
 from verifiers.rtl import anticheat, errors, formal, waves
 from verifiers.rtl.hdl import (
@@ -70,6 +96,7 @@ SYNTH_SCRIPT = (
 )
 MAX_VCD_BYTES = 2 * 1024 * 1024
 TRIM_VCD_ABOVE = 256 * 1024
+_VCD_DATE = re.compile(r"\$date\b.*?\$end", re.S)
 DEFAULT_SIM_TIMEOUT_S = 10.0
 # Limits(gates=SIM_ONLY): the fast screening mode, compile + simulate only.
 SIM_ONLY = ("compile", "simulate")
@@ -95,6 +122,22 @@ class RtlVerifier(Verifier):
     always = ("static",)
     requires = {"simulate": ("compile",)}
 
+    def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
+        traced = len(self.trace) if self.trace is not None else 0
+        v = super().verify(task, code, limits)
+        if self.trace is not None:
+            _restore_for_replay(task, self.trace[traced:])
+        metrics = {"equivalence": "not_checked", **v.metrics}
+        private = _private_lines(task, code)
+        return dataclasses.replace(
+            v,
+            metrics=metrics,
+            feedback=_scrub(v.feedback, private),
+            checks=tuple(
+                dataclasses.replace(c, detail=_scrub(c.detail, private)) for c in v.checks
+            ),
+        )
+
     # --- format ---------------------------------------------------------------------------
     def check_format(self, task: Task, code: str) -> None:
         top = task.interface.get("top", "")
@@ -113,20 +156,21 @@ class RtlVerifier(Verifier):
         tb = s["testbench"]
         names = anticheat.harness_names(tb) if tb else set()
         mods = module_names(tb) if tb else []
-        findings = anticheat.scan(ctx.code, names, mods)
+        calls = anticheat.harness_subroutines(tb) if tb else set()
+        findings = anticheat.scan(ctx.code, names, mods, calls)
         # macros can assemble what the plain text hides (`$fin``ish`); without a backtick
         # there is no directive or macro, and preprocessing would return the same text
         if not findings and "`" in ctx.code:
             pre = ctx.run(["iverilog", "-g2012", "-E", "-o", "cand.pp.sv", "cand.sv"])
             if pre.returncode == 0 and not pre.limit_hit:
-                findings = anticheat.scan(_read(ctx, "cand.pp.sv"), names, mods)
+                findings = anticheat.scan(_read(ctx, "cand.pp.sv"), names, mods, calls)
         if findings:
             rules = ", ".join(f.rule for f in findings)
             fb = "The candidate was rejected by static checks:\n" + "\n".join(
                 f.describe() for f in findings
             )
             raise GateFail(Status.REJECTED, findings[0].code, f"anti-cheat: {rules}", feedback=fb)
-        return f"{len(anticheat.RULES) + 2} rules, none broken"
+        return f"{len(anticheat.ALL_RULES)} rules, none broken"
 
     # --- compile ----------------------------------------------------------------------------
     def gate_compile(self, ctx: Context) -> str:
@@ -134,21 +178,25 @@ class RtlVerifier(Verifier):
         top = ctx.task.interface["top"]
         # -N: the elaborated netlist, which synthesize reads for initial-only logic
         argv = [*COMPILE_ARGV, "-N", "elab.net", "-o", "sim.vvp"]
+        harness = ["ref.sv"] if s["reference"] and s["testbench"] else []
         if s["testbench"]:
-            # only the testbench is a root: extra modules of the candidate never run alone
+            # only the testbench is a root: extra modules of the candidate never run alone;
+            # the candidate's file comes last (a unit of its own with -u in any case)
             for root in s["tb_roots"]:
                 argv += ["-s", root]
-            files = ["cand.sv"] + (["ref.sv"] if s["reference"] else []) + ["tb.sv"]
+            harness.append("tb.sv")
         else:
             argv += ["-s", top]
-            files = ["cand.sv"]
-        res = ctx.run(argv + files)
+        with _harness_files(ctx, *harness):
+            res = ctx.run(argv + harness + ["cand.sv"])
         fail_on_limit(res, "iverilog")
         log = (res.stdout + res.stderr).strip()
         budget = ctx.limits.feedback_chars
         if res.returncode != 0:
             code, decided = errors.classify(log, ctx.code)
             ctx.artifacts.append(Artifact("log", "compile.log", log.encode()))
+            if code == "harness_error" and self._reference_compiles(ctx):
+                code, decided = "compile_error", errors.parse_diagnostics(log)
             if code == "harness_error":
                 raise GateFail(
                     Status.INFRA_ERROR,
@@ -187,8 +235,22 @@ class RtlVerifier(Verifier):
                     log, ctx.code, widths, budget, _port_note(ctx, top, problems)
                 ),
             )
+        # the netlist holds the testbench (its nonce) and the reference: off the disk
+        # before the design runs
+        ctx.state["elab"] = _read(ctx, "elab.net")
+        _remove(ctx, "elab.net")
         warnings = sum(1 for d in errors.parse_diagnostics(log) if d.is_warning)
         return f"iverilog ok ({warnings} warning(s))"
+
+    def _reference_compiles(self, ctx: Context) -> bool:
+        """The log blames only ref.sv: true when the reference, compiled alone, is fine (then
+        the candidate caused it, whatever the log says)."""
+        if not ctx.state["reference"]:
+            return False
+        with _harness_files(ctx, "ref.sv"):
+            res = ctx.run(["iverilog", "-g2012", "-o", "ref.nul", "ref.sv"])
+        _remove(ctx, "ref.nul")
+        return res.returncode == 0 and not res.limit_hit
 
     # --- lint -------------------------------------------------------------------------------
     def gate_lint(self, ctx: Context) -> str:
@@ -273,14 +335,15 @@ class RtlVerifier(Verifier):
     def _waveform(self, ctx: Context, rep: waves.Report, timeout: float) -> str:
         """Re-run with +vcd (the testbench dumps on that plusarg) and keep the waveform
         around the first mismatch."""
+        _remove(ctx, "wave.vcd")
         ctx.run(["vvp", "-n", "sim.vvp", "+vcd"], timeout_s=timeout)
-        path = ctx.workdir / "wave.vcd"
-        if not path.is_file() or path.stat().st_size == 0:
+        raw = _read_bytes(ctx, "wave.vcd")
+        if not raw:
             return ""
-        size = path.stat().st_size
-        if size > ctx.limits.fsize_mb * 1024 * 1024:
-            return ""
-        text = path.read_text(errors="replace")
+        size = len(raw)
+        # the date line is the only thing that differs between two runs of one design:
+        # without it the same waveform is the same blob (and the same artifact) every time
+        text = _VCD_DATE.sub("$date\n$end", raw.decode(errors="replace"), count=1)
         if size > TRIM_VCD_ABOVE:
             center = None
             if rep.first_time is not None:
@@ -348,12 +411,13 @@ class RtlVerifier(Verifier):
         return f"{cells} cells, area {area:.3f} um^2 (cells.lib){tail}"
 
     def _initial_only_vars(self, ctx: Context, top: str) -> list[str]:
-        if not (ctx.workdir / "elab.net").is_file():  # compile did not run: elaborate alone
+        if "elab" not in ctx.state:  # compile did not run: elaborate alone
             argv = ["iverilog", "-g2012", "-s", top, "-N", "elab.net", "-o", "cand.nul", "cand.sv"]
             res = ctx.run(argv)
             if res.returncode != 0 or res.limit_hit:
                 return []  # not elaborated here: the gates that compile it say why
-        return _initial_only(_read(ctx, "elab.net"))
+            ctx.state["elab"] = _read(ctx, "elab.net")
+        return _initial_only(ctx.state["elab"])
 
     # --- equivalence ------------------------------------------------------------------------
     def gate_equivalence(self, ctx: Context) -> str:
@@ -362,7 +426,7 @@ class RtlVerifier(Verifier):
         if mode is None:
             mode = "seq" if ctx.task.interface.get("kind") == "sequential" else "comb"
         if mode == "none" or not s["reference"]:
-            ctx.metrics["equivalence"] = "skipped"
+            ctx.metrics["equivalence"] = "not_checked"
             why = "harness equivalence = none" if mode == "none" else "no reference"
             return f"skipped ({why})"
         if mode == "seq" and ctx.task.interface.get("clock"):
@@ -386,26 +450,32 @@ class RtlVerifier(Verifier):
         top = ctx.task.interface["top"]
         t = ctx.limits.formal_timeout_s
         gold_x = formal.reference_has_x(ctx.state["reference"])
-        res = ctx.run(
-            ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
-            timeout_s=t + 5,
-        )
+        _remove(ctx, formal.SAT_CEX)
+        with _harness_files(ctx, "ref.sv"):
+            res = ctx.run(
+                ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
+                timeout_s=t + 5,
+            )
         if res.limit_hit:
             return formal.Outcome("unknown", f"yosys sat stopped by the {res.limit_hit}")
-        log = _read(ctx, "equiv.log") or res.stdout
-        out = formal.parse_sat(log, ctx.task.interface.get("ports") or ())
+        cex = _read(ctx, formal.SAT_CEX) if _exists(ctx, formal.SAT_CEX) else None
+        out = formal.sat_outcome(res.returncode, cex, ctx.task.interface.get("ports") or ())
         if out.verdict == "unknown" and res.returncode != 0:
+            log = _read(ctx, "equiv.log") or res.stderr
             err = [ln for ln in log.splitlines() if "ERROR" in ln]
-            out.detail = f"yosys could not build the miter: {err[0] if err else res.returncode}"
+            timed_out = any("time out" in ln for ln in err)
+            if not timed_out:
+                out.detail = f"yosys could not build the miter: {err[0] if err else res.returncode}"
         return out
 
     def _sequential(self, ctx: Context) -> formal.Outcome:
         iface = ctx.task.interface
         t = ctx.limits.formal_timeout_s
         _write(ctx, "miter.sv", formal.seq_miter(iface))
-        res = ctx.run(
-            ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()], timeout_s=t + 5
-        )
+        with _harness_files(ctx, "ref.sv"):
+            res = ctx.run(
+                ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()], timeout_s=t + 5
+            )
         if res.returncode != 0 or res.limit_hit:
             err = [
                 ln for ln in (_read(ctx, "prep.log") or res.stderr).splitlines() if "ERROR" in ln
@@ -422,19 +492,28 @@ class RtlVerifier(Verifier):
                 "unknown", f"AIGER not written: {err[0] if err else res.limit_hit}"
             )
         engine = "bmc3"
-        res = ctx.run(["yosys-abc", "-c", formal.abc_bmc(min(2.0, t / 4))], timeout_s=t + 5)
-        verdict, out_idx, frame = formal.parse_abc(res.stdout)
+        verdict, out_idx, frame, why = self._abc(ctx, formal.abc_bmc(min(2.0, t / 4)), t)
         if verdict != "counterexample":
             engine = "pdr"
-            res = ctx.run(["yosys-abc", "-c", formal.abc_pdr(t)], timeout_s=t + 5)
-            verdict, out_idx, frame = formal.parse_abc(res.stdout)
+            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t), t)
         if verdict == "proven":
             kind = "one frame per clock cycle" if cycles else "clk2fflogic"
             return formal.Outcome("proven", f"sequential equivalence proven (ABC pdr, {kind})")
         if verdict == "unknown":
-            why = res.limit_hit or "pdr undecided"
-            return formal.Outcome("unknown", f"ABC {engine}: {why}")
+            return formal.Outcome("unknown", f"ABC {engine}: {why or 'pdr undecided'}")
         return self._replay(ctx, out_idx, frame, cycles, engine)
+
+    def _abc(
+        self, ctx: Context, script: str, t: float
+    ) -> tuple[str, int | None, int | None, str | None]:
+        """One yosys-abc run, its result read from the status file it writes."""
+        _remove(ctx, formal.ABC_STATUS)
+        _remove(ctx, formal.ABC_CEX)
+        res = ctx.run(["yosys-abc", "-c", script], timeout_s=t + 5)
+        if res.limit_hit:
+            return "unknown", None, None, res.limit_hit
+        status = _read(ctx, formal.ABC_STATUS) if _exists(ctx, formal.ABC_STATUS) else None
+        return (*formal.parse_status(status), None)
 
     def _replay(
         self, ctx: Context, out_idx: int | None, frame: int | None, cycles: bool, engine: str
@@ -458,21 +537,42 @@ class RtlVerifier(Verifier):
             )
         token = "CRUCIBLE_" + secrets.token_hex(8)
         _write(ctx, "replay.sv", formal.replay_testbench(iface, trace, cycles, token))
-        files = ["ref.sv", "miter.sv", "cand.sv", "replay.sv"]
-        res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
+        with _harness_files(ctx, "ref.sv"):
+            files = ["ref.sv", "miter.sv", "replay.sv", "cand.sv"]
+            res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
+        _remove(ctx, "replay.sv")  # the token: gone before the candidate's code runs
         rows: list[dict[str, str]] = []
+        ended = False
         if res.returncode == 0 and not res.limit_hit:
             sim = ctx.run(["vvp", "-n", "replay.vvp"])
-            rows = formal.parse_replay(sim.stdout, token)
-        if not rows:
+            rows, ended = formal.parse_replay(sim.stdout, token)
+            ended = ended and sim.returncode == 0 and not sim.limit_hit
+        forced = formal.forced_reset(iface)
+        trace_text = formal.trace_summary(trace, iface.get("clock"), forced)
+        if not rows and ended:
             return formal.Outcome(
                 "unknown",
                 f"ABC {engine} found a difference ({where}) that "
                 "simulation does not reproduce (X / initial-state semantics)",
                 depth=frame,
             )
+        if not rows:
+            # the replay runs the candidate's code: one that stops, hangs or crashes it
+            # leaves the formal counterexample as it was
+            fb = "\n".join(
+                [
+                    f"Formal equivalence check (sequential, ABC {engine}): the candidate "
+                    f"differs from the reference on {where}"
+                    + (" (cycle 0 is the reset cycle)" if forced else "")
+                    + "; the replay in simulation did not run to its end.",
+                    "Input trace:",
+                    trace_text,
+                ]
+            )
+            return formal.Outcome(
+                "counterexample", f"counterexample: {where} (ABC {engine})", fb, depth=frame
+            )
         first = rows[0]
-        forced = formal.forced_reset(iface)
         head = (
             f"Formal equivalence check (sequential, ABC {engine}): "
             + ("after reset, " if forced else "")
@@ -487,7 +587,7 @@ class RtlVerifier(Verifier):
             [
                 head,
                 "Input trace (cycle 0 is the reset cycle):" if forced else "Input trace:",
-                formal.trace_summary(trace, iface.get("clock"), forced),
+                trace_text,
                 table,
             ]
         )
@@ -521,8 +621,9 @@ def _sim_only_always(code: str) -> None:
 
 
 def _setup(ctx: Context) -> dict[str, Any]:
-    """Write the run's files once: cand.sv, ref.sv (reference renamed) and tb.sv with a
-    fresh nonce in place of the report token, so the candidate cannot forge the report."""
+    """Prepare the run once: cand.sv on disk, the reference (renamed) and the testbench
+    (a fresh nonce in place of the report token) kept in memory until a tool that reads
+    them runs (`_harness_files`)."""
     s = ctx.state
     if s.get("ready"):
         return s
@@ -534,12 +635,25 @@ def _setup(ctx: Context) -> dict[str, Any]:
     s.update(
         nonce=nonce, testbench=tb, reference=ref, ready=True, tb_roots=_roots(tb) if tb else []
     )
+    s["files"] = {
+        "ref.sv": rename_reference(ref, ref_top) if ref else "",
+        "tb.sv": tb.replace(REPORT_TOKEN, nonce) if tb else "",
+    }
     _write(ctx, "cand.sv", ctx.code)
-    if ref:
-        _write(ctx, "ref.sv", rename_reference(ref, ref_top))
-    if tb:
-        _write(ctx, "tb.sv", tb.replace(REPORT_TOKEN, nonce))
     return s
+
+
+@contextlib.contextmanager
+def _harness_files(ctx: Context, *names: str) -> Iterator[None]:
+    """The harness's private files (ref.sv, tb.sv) on disk for one tool run that reads
+    them and does not run the design; removed again before anything else runs."""
+    try:
+        for name in names:
+            _write(ctx, name, ctx.state["files"][name])
+        yield
+    finally:
+        for name in names:
+            _remove(ctx, name)
 
 
 def _roots(tb: str) -> list[str]:
@@ -554,16 +668,99 @@ def _roots(tb: str) -> list[str]:
     return roots or mods
 
 
+# The work dir belongs to the sandbox uid: whatever is in it may have been put there by a
+# candidate (a symlink to a host file, a fifo, a huge file). The host writes and reads
+# there only through these, which never follow a link and never read past a cap.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
 def _write(ctx: Context, name: str, text: str) -> None:
-    """Host-written inputs: readable by the sandbox uid whatever the host's umask."""
+    """Host-written inputs: a new file (never through a planted link), readable by the
+    sandbox uid whatever the host's umask."""
+    _remove(ctx, name)
+    fd = os.open(ctx.workdir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o644)
+        f.write(text)
+
+
+def _remove(ctx: Context, name: str) -> None:
     path = ctx.workdir / name
-    path.write_text(text)
-    path.chmod(0o644)
+    try:
+        path.unlink()  # a link itself, never its target
+    except FileNotFoundError:
+        pass
+    except (IsADirectoryError, PermissionError):  # a directory in its place
+        shutil.rmtree(path, ignore_errors=True)  # does not follow links either
+
+
+def _exists(ctx: Context, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(ctx.workdir / name).st_mode)
+    except OSError:
+        return False
+
+
+def _read_bytes(ctx: Context, name: str) -> bytes:
+    """A regular file of the work dir, not through a link, at most fsize_mb; b"" if none."""
+    cap = ctx.limits.fsize_mb * 1024 * 1024
+    try:
+        fd = os.open(ctx.workdir / name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            return b""
+        return f.read(cap)
 
 
 def _read(ctx: Context, name: str) -> str:
-    path = ctx.workdir / name
-    return path.read_text(errors="replace") if path.is_file() else ""
+    return _read_bytes(ctx, name).decode(errors="replace")
+
+
+def _restore_for_replay(task: Task, runs: list[dict[str, Any]]) -> None:
+    """Debugging and benchmarks only (kept work dirs): put the harness's files back once
+    the verdict is in, so each traced tool run can be replayed in its directory."""
+    files = {
+        "ref.sv": rename_reference(
+            task.reference, task.harness.get("ref_top") or task.interface["top"]
+        )
+        if task.reference
+        else "",
+        "tb.sv": task.harness.get("testbench") or "",
+    }
+    for workdir in {r["workdir"] for r in runs}:
+        for name, text in files.items():
+            if not text:
+                continue
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+            with (
+                contextlib.suppress(OSError),
+                os.fdopen(os.open(Path(workdir) / name, flags, 0o644), "w") as f,
+            ):
+                f.write(text)
+
+
+def _private_lines(task: Task, code: Any) -> frozenset[str]:
+    """Lines of the reference and the testbench worth hiding (long enough to say something,
+    and not lines the candidate wrote itself)."""
+    own = code if isinstance(code, str) else ""
+    text = (task.reference or "") + "\n" + (task.harness.get("testbench") or "")
+    return frozenset(
+        ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 16 and ln.strip() not in own
+    )
+
+
+def _scrub(text: str, private: frozenset[str]) -> str:
+    """`text` without any line that quotes the reference or the testbench."""
+    if not text or not private:
+        return text
+    lines = text.split("\n")
+    kept = [ln for ln in lines if not any(p in ln for p in private)]
+    if len(kept) == len(lines):
+        return text
+    return "\n".join([*kept, "(lines quoting the task's private sources were removed)"])
 
 
 def _port_problems(ctx: Context, top: str) -> list[str]:

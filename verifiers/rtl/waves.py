@@ -20,7 +20,7 @@ _HINT = re.compile(
 
 @dataclass
 class Report:
-    """The nonce-prefixed lines of one run; lines without the nonce are the candidate's."""
+    """The nonce-carrying lines of one run; lines without the nonce are the candidate's."""
 
     mismatches: int | None = None  # None: the testbench never reported
     samples: int = 0
@@ -49,9 +49,12 @@ def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def parse_report(stdout: str, nonce: str) -> Report:
     rep = Report()
     for raw in stdout.splitlines():
-        if not raw.startswith(nonce):
+        # anywhere in the line: the candidate may leave a partial line of its own in
+        # front of the testbench's; only the testbench knows the nonce
+        at = raw.find(nonce)
+        if at < 0:
             continue
-        line = raw[len(nonce) :].strip()
+        line = raw[at + len(nonce) :].strip()
         if m := _SUMMARY.search(line):
             rep.mismatches, rep.samples = int(m["n"]), int(m["m"])
         elif m := _MISMATCH.search(line):
