@@ -1,23 +1,30 @@
-"""The CAD worker: imports CadQuery once, then verifies one candidate per job.
+"""The CAD worker servers: each imports CadQuery once, then takes one job per stdin line
+and answers one JSON line on --result-fd. Two roles, two kinds of sandboxed `Worker`
+(`verifiers.cad.verifier`), never the same process:
 
-Started by `verifiers.cad.verifier` inside the sandbox (`verifiers.warm`). Two kinds of
-process are forked from its clean, warm state:
+- **build** (`--role build`) runs candidate code. Per job it forks a **build process**
+  from its clean, warm state; that process reads the script from the job dir the host
+  made (`candidate.py`), runs it under the job's rlimits (address space, CPU, file size)
+  in its own process group with no inherited descriptors and its output in a file, and
+  writes what it built as BREP (`shape.brep`) and a status file. The build server itself
+  never holds a script, a reference or anything a script wrote: it passes on job dirs
+  and wait statuses only, so a build process that scans its own heap (a copy of its
+  parent's) finds nothing of another candidate or of a reference. After every build it
+  kills whatever the script left running, empties /tmp and its work dir (all but the job
+  dir's three outputs, which the host reads itself, without following links) and, when
+  something there cannot be removed, asks to be replaced.
+- **judge** (`--role judge`) never runs candidate code. It holds the references (sent
+  by the host, never through a build server) and measures a candidate's BREP against
+  one (`verifiers/cad/geometry.py`): validity, IoU by exact booleans, surface distances,
+  orientation diagnostics, then the picture, STEP and STL. It lives in a sandbox of its
+  own (pid namespace, /tmp, work dir), so a build process can neither see, signal nor
+  read it; a shape that crashes or hangs it costs that candidate its verdict and the
+  host starts a fresh judge.
 
-1. a **build** process per job runs the candidate's script under the job's rlimits
-   (address space, CPU, file size) with its own process group, no inherited descriptors
-   and its output in a file; it writes the shape it built as BREP. Whatever it prints or
-   claims in its status file can only make it fail: a pass needs geometry. It drops the
-   worker's copy of the references before the script runs.
-2. the **judge** process, which never runs candidate code, reads that BREP and measures
-   it against the reference (`verifiers/cad/geometry.py`): validity, IoU by exact
-   booleans, surface distances, orientation diagnostics, then the picture, STEP and STL.
-   It lives across jobs (its references and caches stay warm), answers on a pipe only it
-   holds, and is replaced after a crash, a time-out or RECYCLE_AFTER requests.
-
-The worker itself is not dumpable (no ptrace or /proc/<pid>/mem by the build process, which
-has the same uid), keeps OCC's thread pool at one thread (a fork must not inherit a pool
-whose threads it does not have), and after every build kills whatever the script left
-running. Protocol: one JSON job per stdin line, one JSON result per line on --result-fd.
+Both are started isolated (`python -I`, `Worker.python_argv`): nothing a candidate
+writes is ever on their import path. Both make themselves non-dumpable (no ptrace or
+/proc/<pid>/mem by a process of the same uid) and keep OCC's thread pool at one thread
+(a fork must not inherit a pool whose threads it does not have).
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -45,9 +54,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 STATUS_CAP = 64 * 1024
-JUDGE_MEMORY_MB = 4096  # the judge's address space beyond the worker's
-OUTPUT_TAIL = 2000
+JUDGE_MEMORY_MB = 4096  # the judge's address space beyond what it maps once warm
 CANDIDATE_FILE = "candidate.py"
+OUTPUTS = ("status.json", "output.txt", "shape.brep")  # what a build leaves for the host
+KILL_WINDOW_S = 5.0  # strays that will not die in this long: the worker asks to be replaced
 
 
 # --- the build process (candidate code) ---------------------------------------------------
@@ -84,7 +94,8 @@ def _limit(which: int, soft: int, hard: int | None = None) -> None:
 
 
 def _to_shape(obj: Any):
-    """The OCC shape of what a script built, or None."""
+    """The OCC shape of what a script built, or None. Runs on the script's objects, so
+    whatever it raises is the script's (the caller reports it as the script's error)."""
     import cadquery as cq
     from OCP.TopoDS import TopoDS_Shape
 
@@ -113,103 +124,120 @@ def _to_shape(obj: Any):
 
 
 def _error_info(e: BaseException) -> dict:
-    frames = traceback.extract_tb(e.__traceback__)
-    line = next((f.lineno for f in reversed(frames) if f.filename == CANDIDATE_FILE), None)
-    # the candidate's own frames plus the library frame that raised
-    keep = [f for f in frames if f.filename == CANDIDATE_FILE] + frames[-1:]
-    text = "".join(traceback.format_list(keep[-6:]))
-    cls = type(e)
-    name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-    return {
-        "type": name,
-        "bases": [c.__name__ for c in cls.__mro__[1:4]],
-        "message": str(e)[:1500],
-        "line": line,
-        "traceback": text[-3000:],
-        "in_library": bool(frames) and frames[-1].filename != CANDIDATE_FILE,
+    """The exception as plain values. The exception is the script's: any of its methods
+    may raise, so each piece falls back to a plain description."""
+    info: dict = {"type": "Exception", "message": "", "line": None, "traceback": ""}
+    with contextlib.suppress(BaseException):
+        cls = type(e)
+        mod, name = str(cls.__module__), str(cls.__name__)
+        info["type"] = name if mod == "builtins" else f"{mod}.{name}"
+        info["bases"] = [str(c.__name__) for c in cls.__mro__[1:4]]
+    try:
+        info["message"] = str(e)[:1500]
+    except BaseException:
+        info["message"] = "(the exception's message could not be read)"
+    with contextlib.suppress(BaseException):
+        frames = traceback.extract_tb(e.__traceback__)
+        info["line"] = next(
+            (f.lineno for f in reversed(frames) if f.filename == CANDIDATE_FILE), None
+        )
+        # the candidate's own frames plus the library frame that raised
+        keep = [f for f in frames if f.filename == CANDIDATE_FILE]
+        if frames and frames[-1].filename != CANDIDATE_FILE:
+            keep.append(frames[-1])
+        info["traceback"] = "".join(traceback.format_list(keep[-6:]))[-3000:]
+        info["in_library"] = bool(frames) and frames[-1].filename != CANDIDATE_FILE
+    return info
+
+
+def _run_script(script: str, result_var: str, job_dir: Path) -> dict:
+    """Run the script and write its shape; the status to report. Everything here acts on
+    the script or its objects, so every failure is the script's."""
+    shown: list = []
+
+    def show_object(obj, name=None, options=None, **kwargs):
+        shown.append(obj)
+
+    def _ignore(*args, **kwargs):
+        return None
+
+    env = {
+        "__name__": "__cad__",
+        "__builtins__": builtins,
+        "show_object": show_object,
+        "debug": _ignore,
+        "log": _ignore,
     }
+    try:
+        code = compile(script, CANDIDATE_FILE, "exec")
+    except SyntaxError as e:
+        return {"error": {"type": "SyntaxError", "message": str(e.msg), "line": e.lineno}}
+    except MemoryError:
+        return {"limit": "memory_limit"}
+    try:
+        exec(code, env)
+        obj = env.get(result_var) if result_var in env else (list(shown) if shown else None)
+        if obj is None and result_var in env:
+            return {"no_result": f"`{result_var}` is None"}
+        if obj is None:
+            return {"no_result": f"no `{result_var}` variable and no show_object() call"}
+        shape = _to_shape(obj)
+        if shape is None:
+            kind = "an object"
+            with contextlib.suppress(BaseException):
+                kind = f"a {str(type(obj).__name__)[:60]}"
+            return {"no_result": f"`{result_var}` holds {kind} with no shape in it"}
+        from OCP.BRepTools import BRepTools
+
+        BRepTools.Write_s(shape, str(job_dir / "shape.brep"))
+        return {"built": True}
+    except MemoryError:
+        return {"limit": "memory_limit"}
+    except OSError as e:
+        # Python ignores SIGXFSZ: the file-size limit shows as EFBIG
+        if getattr(e, "errno", None) == errno.EFBIG:
+            return {"limit": "file_size_limit"}
+        return {"error": _error_info(e)}
+    except BaseException as e:
+        return {"error": _error_info(e)}
 
 
-def build_child(job: dict, job_dir: Path, worker: Worker) -> None:
-    """Runs in the forked build process; never returns."""
+def build_child(job: dict, job_dir: Path, started: int) -> None:
+    """Runs in the forked build process; never returns. `started` is a pipe: one byte on
+    it says the harness got as far as the script (what fails before is ours)."""
     status: dict = {}
     try:
-        worker.refs.clear()  # the script must not find the references among our objects
-        job.pop("ref_brep", None)
-        if worker.judge.to_judge is not None:  # nor talk to the judge
-            worker.judge.to_judge = worker.judge.from_judge = None
         os.setpgid(0, 0)
+        os.chdir(job_dir)
+        with open(CANDIDATE_FILE, encoding="utf-8") as f:
+            script = f.read()
         null = os.open("/dev/null", os.O_RDONLY)
-        out = os.open(job_dir / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        out = os.open(job_dir / "output.txt", flags, 0o600)
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        os.closerange(3, 65536)  # the job and result pipes are the worker's alone
-        os.chdir(job_dir)
+        os.dup2(started, 3)
+        os.closerange(4, 65536)  # the job and result pipes are the worker's alone
         _set_limits(job["limits"], int(job["limits"]["memory_mb"]))
-        shown: list = []
-
-        def show_object(obj, name=None, options=None, **kwargs):
-            shown.append(obj)
-
-        def _ignore(*args, **kwargs):
-            return None
-
-        env = {
-            "__name__": "__cad__",
-            "__builtins__": builtins,
-            "show_object": show_object,
-            "debug": _ignore,
-            "log": _ignore,
-        }
-        try:
-            code = compile(job["script"], CANDIDATE_FILE, "exec")
-        except SyntaxError as e:
-            status = {"error": {"type": "SyntaxError", "message": e.msg, "line": e.lineno}}
-        else:
-            try:
-                exec(code, env)
-            except MemoryError:
-                status = {"limit": "memory_limit"}
-            except OSError as e:
-                # Python ignores SIGXFSZ: the file-size limit shows as EFBIG
-                big = e.errno == errno.EFBIG
-                status = {"limit": "file_size_limit"} if big else {"error": _error_info(e)}
-            except BaseException as e:
-                status = {"error": _error_info(e)}
-            else:
-                var = job.get("result_var", "result")
-                obj = env.get(var) if var in env else (shown if shown else None)
-                if obj is None and var in env:
-                    status = {"no_result": f"`{var}` is None"}
-                elif obj is None:
-                    status = {"no_result": f"no `{var}` variable and no show_object() call"}
-                else:
-                    shape = _to_shape(obj)
-                    if shape is None:
-                        status = {
-                            "no_result": f"`{var}` holds a {type(obj).__name__} with no shape in it"
-                        }
-                    else:
-                        from OCP.BRepTools import BRepTools
-
-                        BRepTools.Write_s(shape, str(job_dir / "shape.brep"))
-                        status = {"built": type(obj).__name__}
-    except MemoryError:
-        status = {"limit": "memory_limit"}
-    except BaseException as e:  # the harness around the script failed
-        status = {"error": _error_info(e), "harness": True}
+        os.write(3, b"S")
+        os.close(3)
+    except BaseException:
+        os._exit(3)
+    # from here on everything is the candidate's: its script, its objects, its exceptions
+    with contextlib.suppress(BaseException):
+        status = _run_script(script, str(job.get("result_var", "result")), job_dir)
     with contextlib.suppress(BaseException):
         data = json.dumps(status, default=str).encode()[:STATUS_CAP]
-        with open(job_dir / "status.json", "wb") as f:
-            f.write(data)
+        fd = os.open(job_dir / "status.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, data)
     os._exit(0)
 
 
-# --- the worker ---------------------------------------------------------------------------
+# --- the build server ---------------------------------------------------------------------
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int | None, bool]:
+def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
     """(wait status, timed out); on time-out the process group is killed."""
     fd = os.pidfd_open(pid)
     try:
@@ -224,255 +252,222 @@ def _wait(pid: int, timeout_s: float) -> tuple[int | None, bool]:
     return status, timed_out
 
 
-def _kill_strays(spare: int | None) -> None:
-    """Kill whatever a script left running. As pid 1 of the sandbox's pid namespace the
-    worker can see every process of it; outside a sandbox, the build's group was killed."""
-    if os.getpid() != 1:
+def _kill_strays(sandboxed: bool) -> bool:
+    """Kill whatever a script left running; True when none is left. In its sandbox the
+    server is the only process of its uid but the ones the script started (pid 1 is the
+    sandbox's root shell), in a pid namespace of its own: kill(-1) reaches every one of
+    them at once (a fork bomb cannot outrun it), and as their subreaper the server reaps
+    them all here (setsid'd and double-forked ones too), so no zombie counts against the
+    next script's process limit. Unconfined, the build's process group was killed and
+    that is all there is to do."""
+    if not sandboxed:
+        return True
+    deadline = time.monotonic() + KILL_WINDOW_S
+    while True:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+
+
+def _remove(path: str) -> None:
+    """Remove a file or a tree a script made, modes it set notwithstanding."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
         return
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, spare):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(name), signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(path)
+        return
+
+    def retry(func, p, _exc):  # a dir the script made unreadable: open it up, once
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(p) or p, 0o700)
+            os.chmod(p, 0o700)
+        func(p)
+
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    shutil.rmtree(path, onerror=retry)
 
 
-def _build(job: dict, job_dir: Path, worker: Worker) -> dict:
+def _empty(root: str, keep: str | None = None) -> None:
+    for name in os.listdir(root):
+        p = os.path.join(root, name)
+        if p != keep:
+            _remove(p)
+
+
+def _clean_after_build(work: Path, job_dir: Path, sandboxed: bool) -> bool:
+    """Leave nothing a script wrote for the next one: the work dir holds only the job
+    dir, the job dir only the outputs the host reads (plain files), /tmp nothing. False
+    when something could not be removed (the host then replaces this worker)."""
+    clean = True
+    places = [(str(work), str(job_dir))]
+    if sandboxed:  # /tmp and /dev/shm are the sandbox's own
+        places += [("/tmp", None), ("/dev/shm", None)]
+    for root, keep in places:
+        try:
+            if os.path.isdir(root) and not os.path.islink(root):
+                _empty(root, keep)
+        except OSError:
+            clean = False
+    try:
+        for name in os.listdir(job_dir):
+            p = str(job_dir / name)
+            if name not in OUTPUTS or not stat.S_ISREG(os.lstat(p).st_mode):
+                _remove(p)
+    except OSError:
+        clean = False
+    return clean
+
+
+def build(job: dict, work: Path, sandboxed: bool) -> dict:
+    """One build: fork, wait, kill what is left, clean. Reports what the server saw (a
+    wait status), never what the script wrote (the host reads that itself)."""
+    job_dir = Path(job["job_dir"])
+    if not job_dir.is_dir() or job_dir.is_symlink() or job_dir.parent != work:
+        return {"harness_error": f"no job dir at {job_dir}"}
     lim = job["limits"]
+    r, w = os.pipe()
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:
-        build_child(job, job_dir, worker)
+        os.close(r)
+        build_child(job, job_dir, w)
+    os.close(w)
     status, timed_out = _wait(pid, float(lim["timeout_s"]))
+    seconds = time.perf_counter() - t0
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # anything the script started in its group
-    _kill_strays(spare=worker.judge.pid)
-    seconds = time.perf_counter() - t0
-    res: dict = {"seconds": round(seconds, 6), "output": _tail(job_dir / "output.txt")}
-    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    if timed_out:
-        return {**res, "outcome": "timeout"}
-    if sig == signal.SIGXCPU:
-        return {**res, "outcome": "cpu_limit"}
-    if sig == signal.SIGXFSZ:
-        return {**res, "outcome": "file_size_limit"}
-    if sig is not None:
-        return {**res, "outcome": "crashed", "signal": sig}
-    try:
-        with open(job_dir / "status.json", "rb") as f:
-            info = json.loads(f.read(STATUS_CAP))
-        if not isinstance(info, dict):
-            info = {}
-    except (OSError, ValueError):
-        info = {}
-    brep = job_dir / "shape.brep"
-    if brep.is_file() and not brep.is_symlink():
-        return {**res, "outcome": "built", "brep": str(brep)}
-    if "limit" in info:
-        return {**res, "outcome": str(info["limit"])}
-    if info.get("harness"):
-        return {**res, "outcome": "harness_error", "error": info.get("error")}
-    if isinstance(info.get("error"), dict):
-        return {**res, "outcome": "error", "error": info["error"]}
-    reason = info.get("no_result") or "the script exited before it built a shape"
-    return {**res, "outcome": "no_result", "reason": str(reason)[:300]}
-
-
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - OUTPUT_TAIL))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-class Judge:
-    """The judge process: forked once from the warm worker, it measures one candidate's
-    shape per request and keeps the references (and its caches) warm between them. It
-    never runs candidate code; a shape that crashes or hangs it costs that candidate its
-    verdict (`judge_error`) and the next request gets a fresh judge."""
-
-    RECYCLE_AFTER = 300  # requests: bounds whatever OCC keeps between them
-
-    def __init__(self) -> None:
-        self.pid: int | None = None
-        self.requests = 0
-        self.to_judge = self.from_judge = None
-        self.refs_sent: set[str] = set()
-
-    def start(self) -> None:
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(down_w)
-            os.close(up_r)
-            _judge_main(down_r, up_w)  # never returns
-        os.close(down_r)
-        os.close(up_w)
-        self.pid, self.requests = pid, 0
-        self.to_judge = os.fdopen(down_w, "w")
-        self.from_judge = os.fdopen(up_r, "r")
-        self.refs_sent = set()
-
-    def stop(self) -> None:
-        if self.pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
-        for f in (self.to_judge, self.from_judge):
-            with contextlib.suppress(OSError):
-                f.close()
-        self.pid = None
-
-    def run(self, job: dict, brep: str, art_dir: Path | None, refs: dict[str, str]) -> dict:
-        if self.pid is None or self.requests >= self.RECYCLE_AFTER:
-            self.stop()
-            self.start()
-        self.requests += 1
-        # what the judge measures by; it has no use for the script
-        job = {k: v for k, v in job.items() if k != "script"}
-        req: dict = {"job": job, "brep": brep, "art_dir": str(art_dir) if art_dir else None}
-        key = job.get("ref")
-        if key and key not in self.refs_sent:
-            req["ref_brep"] = refs[key]
-        t0 = time.perf_counter()
-        timeout = float(job.get("judge_timeout_s", 60))
-        try:
-            self.to_judge.write(json.dumps(req) + "\n")
-            self.to_judge.flush()
-            ready, _, _ = select.select([self.from_judge], [], [], timeout)
-            line = self.from_judge.readline() if ready else ""
-        except OSError:
-            line = ""
-        seconds = round(time.perf_counter() - t0, 6)
-        if not line:
-            why = "timed out" if not ready else "crashed"
-            self.stop()
-            return {"judge_error": f"the judge {why} on this shape", "seconds": seconds}
-        if key:
-            self.refs_sent.add(key)
-        out = json.loads(line)
-        out["seconds"] = seconds
-        return out
-
-
-def _judge_main(down: int, up: int) -> None:
-    """The judge process's loop; never returns."""
-    from verifiers.cad import judge
-
-    code = 0
-    try:
-        os.setpgid(0, 0)
-        _limit(resource.RLIMIT_AS, _vm_bytes() + JUDGE_MEMORY_MB * 2**20)
-        _limit(resource.RLIMIT_CORE, 0)
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)  # not the worker's job pipe
-        lo, hi = sorted((down, up))
-        os.closerange(3, lo)  # the worker's result pipe among them
-        os.closerange(lo + 1, hi)
-        os.closerange(hi + 1, 65536)
-        refs: dict[str, judge.Reference] = {}
-        requests = os.fdopen(down, "r")
-        replies = os.fdopen(up, "w")
-        for line in requests:
-            req = json.loads(line)
-            job = req["job"]
-            key = job.get("ref")
-            try:
-                if req.get("ref_brep"):
-                    refs[key] = _load_reference(req["ref_brep"])
-                ref = refs[key] if key else None
-                if ref is not None:
-                    ref.prime(job)
-                art = Path(req["art_dir"]) if req.get("art_dir") else None
-                out = judge.judge(job, req["brep"], ref, art)
-            except Exception as e:
-                out = {"judge_error": f"{type(e).__name__}: {e}"[:500]}
-            replies.write(json.dumps(out, default=float) + "\n")
-            replies.flush()
-    except BaseException:
-        code = 1
-    os._exit(code)
-
-
-def _load_reference(brep_text: str):
-    from verifiers.cad import judge
-
-    fd, path = tempfile.mkstemp(prefix="ref-", suffix=".brep")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(brep_text)
-        return judge.Reference(path)
-    finally:
-        os.unlink(path)
-
-
-class Worker:
-    """The worker's state: the reference texts it was sent and its judge."""
-
-    def __init__(self, work: Path):
-        self.work = work
-        self.jobs = 0
-        self.refs: dict[str, str] = {}  # reference key -> BREP text, for the judge
-        self.judge = Judge()
-
-    MAX_REFS = 256  # reference texts kept; the verifier resends one that was dropped
-
-    def handle(self, job: dict) -> dict:
-        self.jobs += 1
-        key = job.get("ref")
-        if job.get("ref_brep"):
-            while len(self.refs) >= self.MAX_REFS:
-                self.refs.pop(next(iter(self.refs)))  # the oldest
-            self.refs[key] = job.pop("ref_brep")
-        elif key and job.get("judge", True) and key not in self.refs:
-            return {"need_ref": key}
-        jobs = self.work / "jobs"
-        jobs.mkdir(exist_ok=True)
-        for old in jobs.iterdir():  # the previous job's files were read by the verifier
-            _rmtree(old)
-        job_dir = jobs / f"j{self.jobs}"
-        job_dir.mkdir(mode=0o700)
-        built = _build(job, job_dir, self)
-        out: dict = {"build": built, "job_dir": str(job_dir)}
-        if built["outcome"] == "built" and job.get("judge", True):
-            # after the build process and all it started are dead: nothing planted here
-            art = None
-            if job.get("artifacts"):
-                art = Path(tempfile.mkdtemp(prefix="art-", dir=job_dir))
-            out["judge"] = self.judge.run(job, built["brep"], art, self.refs)
-        return out
-
-
-def _rmtree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+    reaped = _kill_strays(sandboxed)
+    started = False
     with contextlib.suppress(OSError):
-        path.unlink()
+        os.set_blocking(r, False)
+        started = os.read(r, 1) == b"S"
+    os.close(r)
+    clean = _clean_after_build(work, job_dir, sandboxed) and reaped
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    return {
+        "seconds": round(seconds, 6),
+        "timed_out": timed_out,
+        "signal": sig,
+        "exit": code,
+        "started": started,
+        "clean": clean,
+    }
 
 
-def warm_up(work: Path) -> None:
-    """Run one judgement's whole path once, so that forks start from a primed process."""
-    from verifiers.cad import judge
-
-    d = Path(tempfile.mkdtemp(prefix="warm-", dir=work))
+def warm_up_build(work: Path) -> None:
+    """Build and write one part, so that forks start from a primed process."""
     import cadquery as cq
     from OCP.BRepTools import BRepTools
 
+    d = Path(tempfile.mkdtemp(prefix="warm-", dir=work))
+    part = cq.Workplane("XY").box(20, 10, 4).faces(">Z").workplane().hole(3).edges("|Z").fillet(1)
+    BRepTools.Write_s(part.val().wrapped, str(d / "shape.brep"))
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def serve_build(out, work: Path, sandboxed: bool) -> int:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    for root in [str(work), *(["/tmp", "/dev/shm"] if sandboxed else [])]:
+        with contextlib.suppress(OSError):
+            _empty(root)  # what starting up left (caches in $HOME): the first build sees none
+    _ready(out)
+    while True:
+        job = _next_job()
+        if job is None:
+            return 0
+        try:
+            res = {"build": build(job, work, sandboxed)}
+        except Exception as e:  # a harness bug, reported as such
+            res = {"harness_error": f"{type(e).__name__}: {e}"}
+        res["rss_mb"] = round(_status_kb("VmRSS") / 1024, 1)  # now, not the peak
+        _reply(out, res)
+
+
+# --- the judge server ---------------------------------------------------------------------
+
+
+class Judge:
+    """The judge's state: the references it was sent (loaded once, with their frames and
+    surfaces kept warm for the next candidate)."""
+
+    MAX_REFS = 256  # references kept; the verifier resends one that was dropped
+
+    def __init__(self) -> None:
+        self.refs: dict[str, Any] = {}
+
+    def handle(self, req: dict) -> dict:
+        from verifiers.cad import judge
+
+        job, key = req["job"], req.get("ref")
+        d = Path(req["dir"])
+        if key and req.get("ref_file"):
+            ref_path = d / req["ref_file"]
+            try:
+                ref = judge.Reference(str(ref_path))
+            finally:
+                with contextlib.suppress(OSError):
+                    ref_path.unlink()
+            while len(self.refs) >= self.MAX_REFS:
+                self.refs.pop(next(iter(self.refs)))  # the oldest
+            self.refs[key] = ref
+        if key and key not in self.refs:
+            return {"need_ref": key}
+        ref = self.refs.get(key) if key else None
+        try:
+            if ref is not None:
+                ref.prime(job)
+            art = d if req.get("artifacts") else None
+            return {"judge": judge.judge(job, str(d / "candidate.brep"), ref, art)}
+        except Exception as e:  # the candidate's shape broke a measurement
+            return {"judge": {"judge_error": f"{type(e).__name__}: {e}"[:500]}}
+
+
+def warm_up_judge(work: Path) -> None:
+    """Run one judgement's whole path once, so the first candidate's costs no more."""
+    import cadquery as cq
+    from OCP.BRepTools import BRepTools
+
+    from verifiers.cad import judge
+
+    d = Path(tempfile.mkdtemp(prefix="warm-", dir=work))
     part = cq.Workplane("XY").box(20, 10, 4).faces(">Z").workplane().hole(3).edges("|Z").fillet(1)
     BRepTools.Write_s(part.val().wrapped, str(d / "ref.brep"))
     ref = judge.Reference(str(d / "ref.brep"))
     job = {"mode": "absolute", "iou_pass": 0.99, "surface_pass": 0.01, "chamfer_pass": 0.002}
     ref.prime(job)
     judge.judge(job, str(d / "ref.brep"), ref, d)
-    _rmtree(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def serve_judge(out) -> int:
+    _limit(resource.RLIMIT_AS, _vm_bytes() + JUDGE_MEMORY_MB * 2**20)
+    _ready(out)
+    judge = Judge()
+    while True:
+        req = _next_job()
+        if req is None:
+            return 0
+        try:
+            res = judge.handle(req)
+        except Exception as e:  # the reference or the request itself: ours
+            res = {"harness_error": f"{type(e).__name__}: {e}"}
+        res["rss_mb"] = round(_status_kb("VmRSS") / 1024, 1)
+        _reply(out, res)
+
+
+# --- both ---------------------------------------------------------------------------------
 
 
 def _next_job() -> dict | None:
@@ -485,45 +480,44 @@ def _next_job() -> dict | None:
             return json.loads(line)
 
 
+def _ready(out) -> None:
+    import cadquery
+
+    _reply(out, {"ready": True, "cadquery": cadquery.__version__, "pid": os.getpid()})
+
+
+def _reply(out, res: dict) -> None:
+    out.write(json.dumps(res, default=str) + "\n")
+    out.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--result-fd", type=int, required=True)
+    ap.add_argument("--role", choices=("build", "judge"), default="build")
+    ap.add_argument(
+        "--sandboxed",
+        action="store_true",
+        help="in a sandbox of its own: /tmp is private, other processes of its uid are strays",
+    )
     args = ap.parse_args(argv)
     out = os.fdopen(args.result_fd, "w")
+    work = Path.cwd()
     try:
-        import cadquery
         from OCP.OSD import OSD_ThreadPool
 
         OSD_ThreadPool.DefaultPool_s(1)
-        work = Path.cwd()
-        warm_up(work)
+        (warm_up_judge if args.role == "judge" else warm_up_build)(work)
         gc.collect()
         gc.freeze()  # forks neither scan nor touch (copy) the library's objects
     except Exception as e:
-        out.write(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}) + "\n")
-        out.flush()
+        _reply(out, {"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-    worker = Worker(work)
-    ready = {"ready": True, "cadquery": cadquery.__version__, "pid": os.getpid()}
-    out.write(json.dumps(ready) + "\n")
-    out.flush()
-    while True:
-        job = _next_job()  # the raw line (it may hold a reference) is gone once parsed
-        if job is None:
-            break
-        try:
-            res = worker.handle(job)
-        except Exception as e:  # a harness bug, reported as such
-            res = {"harness_error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-        del job
-        res["rss_mb"] = round(_status_kb("VmRSS") / 1024, 1)  # now, not the peak
-        if worker.judge.pid is not None:
-            res["judge_rss_mb"] = round(_status_kb("VmRSS", worker.judge.pid) / 1024, 1)
-        out.write(json.dumps(res, default=str) + "\n")
-        out.flush()
-    return 0
+    if args.role == "judge":
+        return serve_judge(out)
+    return serve_build(out, work, args.sandboxed)
 
 
 if __name__ == "__main__":
