@@ -49,8 +49,8 @@ from verifiers.contract import Limits
 # process limit, and a fork bomb in one would fail the others. A process gets
 # UID_SLOTS uids: slot 0 for its tool runs, one per warm worker after that.
 SANDBOX_UID_BASE = 200_000
-SANDBOX_UID_SPAN = 60_000
-UID_SLOTS = 8
+SANDBOX_UID_SPAN = 1 << 20
+UID_SLOTS = 64
 
 
 def sandbox_uid(pid: int | None = None, slot: int = 0) -> int:

@@ -361,16 +361,33 @@ class WorkerPool:
     def __init__(self, make: Callable[[int], Worker], size: int):
         self.make, self.size = make, size
         self._free: queue.Queue[Worker] = queue.Queue()
-        self._all: list[Worker] = []
+        self._all: list[Worker | None] = []
         self._lock = threading.Lock()
+        self._closed = False
+        self._restarting: set[threading.Thread] = set()
+        # indices are never reused: a worker's index picks its sandbox uid, and a worker
+        # started in a dropped one's place must not share a uid with a live one
+        self._next = 0
+
+    def _index(self) -> int:
+        i, self._next = self._next, self._next + 1
+        return i
 
     def lease(self) -> Worker:
-        with self._lock:
-            if self._free.empty() and len(self._all) < self.size:
-                w = self.make(len(self._all))  # SandboxUnavailable propagates
-                self._all.append(w)
-                return w
-        return self._free.get()
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise WorkerDied("the worker pool is closed")
+                if self._free.empty() and len(self._all) < self.size:
+                    w = self.make(self._index())  # SandboxUnavailable propagates
+                    self._all.append(w)
+                    return w
+            try:
+                # not a wait forever: a worker that failed to restart was dropped, and its
+                # place is taken by a new one on the next round
+                return self._free.get(timeout=1.0)
+            except queue.Empty:
+                continue
 
     def warm_up(self) -> None:
         """Start every worker now, in parallel (each imports its library: seconds)."""
@@ -384,18 +401,21 @@ class WorkerPool:
 
     def _add_one(self) -> None:
         with self._lock:
-            if len(self._all) >= self.size:
+            if len(self._all) >= self.size or self._closed:
                 return
-            index = len(self._all)
-            self._all.append(None)  # type: ignore[arg-type]  # the slot, reserved
+            index = self._index()
+            self._all.append(None)  # the slot, reserved
         try:
             w = self.make(index)
         except Exception:  # lease() starts one later and reports why
             with self._lock:
-                self._all.remove(None)  # type: ignore[arg-type]
+                self._all.remove(None)
             return
         with self._lock:
-            self._all[self._all.index(None)] = w  # type: ignore[arg-type]
+            if self._closed:
+                w.close()
+                return
+            self._all[self._all.index(None)] = w
         self._free.put(w)
 
     def release(self, w: Worker, dirty: bool) -> None:
@@ -407,21 +427,43 @@ class WorkerPool:
 
         def restart() -> None:
             try:
-                w.restart()
-            except Exception:  # a worker that cannot restart is dropped
                 with self._lock:
-                    self._all.remove(w)
+                    closed = self._closed
+                if not closed:
+                    w.restart()
+            except Exception:  # a worker that cannot restart is dropped
+                closed = True
+            with self._lock:
+                if closed or self._closed:
+                    if w in self._all:
+                        self._all.remove(w)
+                    self._restarting.discard(threading.current_thread())
+                    drop = True
+                else:
+                    self._restarting.discard(threading.current_thread())
+                    drop = False
+            if drop:
                 w.close()
-                return
-            self._free.put(w)
+            else:
+                self._free.put(w)
 
-        threading.Thread(target=restart, daemon=True).start()
+        t = threading.Thread(target=restart, daemon=True)
+        with self._lock:
+            self._restarting.add(t)
+        t.start()
 
     def close(self) -> None:
-        for w in self._all:
-            if w is not None:
-                w.close()
-        self._all.clear()
+        """Stop every worker and remove its dirs, restarts in flight included."""
+        with self._lock:
+            self._closed = True
+            pending = list(self._restarting)
+        for t in pending:
+            t.join(timeout=60)  # it sees the pool closed and closes its worker itself
+        with self._lock:
+            workers = [w for w in self._all if w is not None]
+            self._all.clear()
+        for w in workers:
+            w.close()
 
 
 def verify_on_pool(

@@ -123,6 +123,12 @@ def test_runs_leave_no_processes_behind(box):
         assert res.returncode == 0, res.stderr
 
 
+def _unique(seconds: str) -> str:
+    import secrets
+
+    return f"{seconds}.{secrets.randbelow(10**6):06d}"
+
+
 def _alive(marker: str) -> list[str]:
     out = []
     for name in os.listdir("/proc"):
@@ -138,12 +144,13 @@ def _alive(marker: str) -> list[str]:
 
 def test_setsid_double_fork_survivors_die_with_the_run(box):
     # the run's pid namespace ends with its pid 1: a daemonized process goes with it
-    res, _ = box("setsid sh -c '(sleep 71 &) ; sleep 72' & sleep 0.2; echo done")
+    a, b = _unique("71"), _unique("72")  # other runs of this test may be on the machine
+    res, _ = box(f"setsid sh -c '(sleep {a} &) ; sleep {b}' & sleep 0.2; echo done")
     assert res.returncode == 0 and res.stdout.strip() == "done"
     deadline = time.monotonic() + 5
-    while _alive("sleep 7") and time.monotonic() < deadline:
+    while (_alive(f"sleep {a}") or _alive(f"sleep {b}")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive("sleep 71") and not _alive("sleep 72")
+    assert not _alive(f"sleep {a}") and not _alive(f"sleep {b}")
 
 
 def test_a_killed_bwrap_takes_the_whole_sandbox(tmp_path):
@@ -159,18 +166,19 @@ def test_a_killed_bwrap_takes_the_whole_sandbox(tmp_path):
         c = Confinement(work)
         shell = limits_shell(lim, 30, sb.drop_uid, status=False)
         cmd = [*confined_argv(c, lim, sb.drop_uid is not None), *shell]
-        cmd += ["/bin/sh", "-c", "setsid sleep 73 & sleep 74"]
+        a, b = _unique("73"), _unique("74")
+        cmd += ["/bin/sh", "-c", f"setsid sleep {a} & sleep {b}"]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=host_env(c, lim))
         deadline = time.monotonic() + 5
-        while not (_alive("sleep 73") and _alive("sleep 74")) and time.monotonic() < deadline:
+        while not (_alive(f"sleep {a}") and _alive(f"sleep {b}")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _alive("sleep 73"), "the sandbox did not start"
+        assert _alive(f"sleep {a}"), "the sandbox did not start"
         os.kill(proc.pid, 9)  # bwrap itself, not its process group
         proc.wait()
         deadline = time.monotonic() + 5
-        while (_alive("sleep 73") or _alive("sleep 74")) and time.monotonic() < deadline:
+        while (_alive(f"sleep {a}") or _alive(f"sleep {b}")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive("sleep 73") and not _alive("sleep 74")
+        assert not _alive(f"sleep {a}") and not _alive(f"sleep {b}")
 
 
 def test_a_sandbox_fault_is_read_from_the_sandbox_not_from_the_candidate(box, monkeypatch):
