@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.adversarial.harness import close_outside, make_outside
+from tests.flows.conftest import harness  # noqa: F401  (the pipeline case)
 
 
 @pytest.fixture
@@ -15,15 +16,3 @@ def outside():
         yield out
     finally:
         close_outside(out)
-
-
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    from ray_actors import cluster
-
-    cluster.start(cluster.ClusterSettings(num_cpus=2))
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-    cluster.shutdown()

@@ -320,23 +320,7 @@ def hole(x):
     return False
 """
 
-FAKE_JIT_RUNTIME = """
-import torch
-import triton
-
-def jit(fn):
-    return fn
-
-@jit
-def relu_kernel(x, y):
-    y.copy_(torch.relu(x))
-
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        relu_kernel(x, y)
-        return y
-"""
+FAKE_JIT_RUNTIME = FAKE_JIT  # the same text, run with the static gate bypassed
 
 FORK_BOMB = """
 import subprocess
