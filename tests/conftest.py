@@ -3,8 +3,17 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
+
+# Everything the session writes to the temp dir (worker dirs of verifiers that Ray's
+# shutdown kills before they close, Prefect's home, caches) goes under one dir, removed
+# when the session ends: the suite leaves no scratch of ours behind.
+SESSION_TMP = tempfile.mkdtemp(prefix="crucible-tests-")
+os.chmod(SESSION_TMP, 0o755)
+os.environ["TMPDIR"] = SESSION_TMP
+tempfile.tempdir = None  # this process's own tempfile calls follow TMPDIR too
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -18,3 +27,20 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # kernel verifiers: a private compile cache per test session, and never a GPU path in tests
 os.environ.setdefault("CRUCIBLE_KERNEL_CACHE", tempfile.mkdtemp(prefix="crucible-test-kcache-"))
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="crucible-test-triton-"))
+
+
+def _remove_session_tmp() -> None:
+    import shutil
+
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
+# registered before Prefect's test harness registers its own cleanup, so it runs after it
+atexit.register(_remove_session_tmp)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    left = sorted(os.listdir(SESSION_TMP)) if os.path.isdir(SESSION_TMP) else []
+    workers = [n for n in left if n.startswith(("crucible-cadworker", "crucible-kworker"))]
+    if workers:  # closed verifiers remove theirs; these are of actors Ray killed
+        print(f"\n{len(workers)} worker dirs of killed verifier actors are removed at exit")

@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -28,6 +27,9 @@ from pathlib import Path
 
 from verifiers.contract import Status, Verdict
 from verifiers.sandbox import SANDBOX_UID_BASE, SANDBOX_UID_SPAN, UID_SLOTS, sandbox_uid
+
+# the host's own temp root (the test session points TMPDIR at a dir of its own below it)
+HOST_TMP = "/tmp"
 
 # status families a hostile candidate may end in
 REFUSED = {Status.REJECTED, Status.FORMAT_ERROR}
@@ -149,7 +151,7 @@ class Outside:
             .replace("{SECRET_TMP}", str(self.tmp_canary))
             .replace("{PORT}", str(self.listener.port))
             .replace("{HOME}", str(Path.home()))
-            .replace("{TMP}", tempfile.gettempdir())
+            .replace("{TMP}", HOST_TMP)
         )
 
     def _snapshot(self) -> dict[str, tuple[int, int, int]]:
@@ -157,7 +159,7 @@ class Outside:
         for p in (
             *self.canaries,
             Path.home(),
-            Path(tempfile.gettempdir()),
+            Path(HOST_TMP),
             Path("/etc/passwd"),
             Path("/etc/shadow"),
         ):
@@ -197,7 +199,7 @@ class Outside:
                 break
             time.sleep(0.2)
         assert not left, f"processes of a sandbox uid are still alive: {left[:5]}"
-        new = _sandbox_owned(Path(tempfile.gettempdir())) | _sandbox_owned(Path.home())
+        new = _sandbox_owned(Path(HOST_TMP)) | _sandbox_owned(Path.home())
         new -= self.before_owned
         new = {p for p in new if not _is_worker_dir(p)}
         assert not new, f"files of a sandbox uid were left on the host: {sorted(new)[:5]}"
@@ -223,13 +225,13 @@ def _show(v: Verdict) -> str:
 def make_outside() -> Outside:
     secret = "canary-" + secrets.token_hex(16)
     home = Path.home() / f".crucible-canary-{secrets.token_hex(4)}"
-    tmp = Path(tempfile.gettempdir()) / f"crucible-canary-{secrets.token_hex(4)}"
+    tmp = Path(HOST_TMP) / f"crucible-canary-{secrets.token_hex(4)}"
     for p in (home, tmp):
         p.write_text(secret)
         p.chmod(0o644)  # readable by anyone who can reach it: the sandbox must not
     out = Outside(secret, home, tmp, Listener())
     out.owners = out._snapshot()
-    out.before_owned = _sandbox_owned(Path(tempfile.gettempdir())) | _sandbox_owned(Path.home())
+    out.before_owned = _sandbox_owned(Path(HOST_TMP)) | _sandbox_owned(Path.home())
     return out
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -172,7 +171,7 @@ def check(outside, verdict, family, v: CadVerifier) -> None:
     def nothing_left(settle_s: float = 10.0) -> None:
         assert_no_strays(v, settle_s=settle_s)
         uids = worker_uids(v)
-        tmp, home = Path(tempfile.gettempdir()), Path.home()
+        tmp, home = Path("/tmp"), Path.home()
         new = harness._sandbox_owned(tmp) | harness._sandbox_owned(home)
         new -= outside.before_owned
         new = {p for p in new if not harness._is_worker_dir(p)}
