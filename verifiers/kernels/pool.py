@@ -47,7 +47,10 @@ class KernelWorker(Worker):
         self.spec = spec
         # outputs pass through here: memory-backed where /dev/shm is writable and large
         # (a VM's may be 64 MB, less than one output)
-        shm = "/dev/shm" if _free_bytes("/dev/shm") >= SHM_MIN_BYTES else None
+        # (a GPU node only: the CPU path's outputs are small, and there its dir stays under
+        # the temp dir that the entry point owns and removes)
+        gpu = spec.device == "cuda"
+        shm = "/dev/shm" if gpu and _free_bytes("/dev/shm") >= SHM_MIN_BYTES else None
         super().__init__(spec.limits, index, scratch=shm)
 
     def command(self, fd: int) -> WorkerCommand:
