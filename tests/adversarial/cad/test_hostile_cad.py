@@ -32,6 +32,7 @@ from tests.adversarial.harness import (
 )
 from verifiers.cad.verifier import CadVerifier
 from verifiers.contract import Limits, Status, Task
+from verifiers.warm import Worker
 
 PLATE = """import cadquery as cq
 
@@ -63,6 +64,12 @@ TASK = Task(
 
 HOSTILE_LIMITS = Limits(timeout_s=8, cpu_s=8, memory_mb=1024, fsize_mb=32)
 
+# A checkout (or venv) under /tmp is bound read-only at its own path, so its top dir shows
+# in the sandbox's /tmp: the sandbox's, not a candidate's leftover.
+_CODE_UNDER_TMP = sorted(
+    {Path(p).parts[2] for p in Worker.python_paths() if Path(p).parts[:2] == ("/", "tmp")}
+)
+
 # Past the static gate: the build process must be alone (pid 1 is the worker), in a job
 # dir of its own that holds nothing yet, with nothing else in the worker's dir or /tmp.
 CLEAN_PROBE = (
@@ -72,8 +79,10 @@ CLEAN_PROBE = (
     "pids = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in me]\n"
     "if pids:\n"
     "    seen.append(('processes', [open(f'/proc/{p}/cmdline').read()[:60] for p in pids]))\n"
-    "if os.listdir('/tmp'):\n"
-    "    seen.append(('tmp', os.listdir('/tmp')))\n"
+    f"ours = {_CODE_UNDER_TMP!r}  # the harness's read-only code binds, if under /tmp\n"
+    "left = [x for x in os.listdir('/tmp') if x not in ours]\n"
+    "if left:\n"
+    "    seen.append(('tmp', left))\n"
     "cwd = os.getcwd()\n"
     "ok = {cwd} | {cwd[:i] for i in range(1, len(cwd)) if cwd[i] == '/'}\n"
     "for d, dirs, files in os.walk(os.environ.get('HOME', '/nonexistent')):\n"
