@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from verifiers import domain as domain_registry
 from verifiers.contract import Artifact, Check, Limits, Status, Task, Verdict, content_id
+from verifiers.domain import FORMAT_GATE
 from verifiers.feedback import trim
 from verifiers.sandbox import RunResult, Sandbox, SandboxUnavailable
 from verifiers.taxonomy import category_of
@@ -268,9 +270,10 @@ class Verifier:
                 )
             self.check_format(task, code)
         except GateFail as f:
-            checks.append(Check("format", False, time.perf_counter() - t0, f.detail))
+            seconds = time.perf_counter() - t0
+            checks.append(Check("format", False, seconds, f.detail, FORMAT_GATE[1]))
             raise
-        checks.append(Check("format", True, time.perf_counter() - t0, ""))
+        checks.append(Check("format", True, time.perf_counter() - t0, "", FORMAT_GATE[1]))
         return code
 
     def _wanted(self, limits: Limits) -> set[str]:
@@ -293,12 +296,19 @@ class Verifier:
             try:
                 detail = getattr(self, f"gate_{gate}")(ctx)
             except GateFail as f:
-                checks.append(Check(gate, False, self._seconds(ctx, gate, t0), f.detail))
+                checks.append(self._check(gate, False, self._seconds(ctx, gate, t0), f.detail))
                 raise
             except SandboxUnavailable as e:
-                checks.append(Check(gate, False, self._seconds(ctx, gate, t0), str(e)))
+                checks.append(self._check(gate, False, self._seconds(ctx, gate, t0), str(e)))
                 raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
-            checks.append(Check(gate, True, self._seconds(ctx, gate, t0), detail or ""))
+            checks.append(self._check(gate, True, self._seconds(ctx, gate, t0), detail or ""))
+
+    def stage_of(self, gate: str) -> str:
+        """The gate's stage, from the domain's descriptor."""
+        return domain_registry.get(self.domain).stage_of(gate)
+
+    def _check(self, gate: str, ok: bool, seconds: float, detail: str) -> Check:
+        return Check(gate, ok, seconds, detail, self.stage_of(gate))
 
     @staticmethod
     def _seconds(ctx: Context, gate: str, t0: float) -> float:

@@ -162,12 +162,14 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Check:
-    """One gate that ran: its name, whether it let the candidate through, how long, why."""
+    """One gate that ran: its name, whether it let the candidate through, how long, why,
+    and its stage (`build`, `run`, `judge`, `perf`: what SQL and exports key on)."""
 
     name: str
     ok: bool
     seconds: float
     detail: str = ""
+    stage: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Domain -> verifier class, as dotted paths imported on first use (fsspec-style).
+"""Domain -> verifier instance, the class named by the domain's descriptor
+(`verifiers.domain`), imported on first use.
 
 Importing `verifiers` never imports a domain's tool bindings; `get_verifier("rtl")` does,
 once. A domain whose Python stack is not installed answers with the install hint instead
@@ -7,19 +8,15 @@ of a traceback, and `verify()` turns that into an `infra_error` verdict.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from verifiers import domain as domain_registry
 from verifiers.base import Verifier, infra_verdict
 from verifiers.contract import Limits, Task, Verdict, content_id
+from verifiers.domain import load_dotted
 
-_REGISTRY: dict[str, tuple[str, str]] = {
-    # domain: (dotted path "module:Class", pip extra / install hint)
-    "rtl": ("verifiers.rtl.verifier:RtlVerifier", "bash infra/install-toolchains.sh rtl"),
-    "cuda": ("verifiers.kernels.verifier:CudaVerifier", "pip install -e '.[gpu]' and nvcc"),
-    "triton": ("verifiers.kernels.verifier:TritonVerifier", "pip install -e '.[gpu]'"),
-    "cad": ("verifiers.cad.verifier:CadVerifier", "pip install -e '.[cad]'"),
-}
+__all__ = ["VerifierUnavailable", "close_all", "get_verifier", "load_dotted", "verify"]
+
 _INSTANCES: dict[str, Verifier] = {}
 
 
@@ -27,31 +24,23 @@ class VerifierUnavailable(RuntimeError):
     """The domain's verifier cannot be imported here; the message says what to install."""
 
 
-def register(domain: str, dotted: str, install: str, *, overwrite: bool = False) -> None:
-    if domain in _REGISTRY and not overwrite and _REGISTRY[domain][0] != dotted:
-        raise ValueError(f"domain {domain!r} is already registered to {_REGISTRY[domain][0]}")
-    _REGISTRY[domain] = (dotted, install)
-    _INSTANCES.pop(domain, None)
-
-
 def known_domains() -> list[str]:
-    return sorted(_REGISTRY)
+    return list(domain_registry.names())
 
 
 def get_verifier(domain: str) -> Verifier:
     if domain in _INSTANCES:
         return _INSTANCES[domain]
-    if domain not in _REGISTRY:
-        raise VerifierUnavailable(
-            f"no verifier for domain {domain!r}; known: {', '.join(known_domains())}"
-        )
-    dotted, install = _REGISTRY[domain]
     try:
-        cls = load_dotted(dotted)
+        desc = domain_registry.get(domain)
+    except domain_registry.UnknownDomain as e:
+        raise VerifierUnavailable(str(e)) from None
+    try:
+        cls = load_dotted(desc.verifier)
     except ImportError as e:
         raise VerifierUnavailable(
             f"the {domain} verifier cannot be imported ({type(e).__name__}: {e}); "
-            f"install it with: {install}"
+            f"install it with: {desc.install}"
         ) from None
     _INSTANCES[domain] = cls()
     return _INSTANCES[domain]
@@ -96,7 +85,3 @@ def verify_many(items: list[tuple[Task, Any]], limits: Limits | None = None) -> 
     return verifier.verify_many(items, limits)
 
 
-def load_dotted(dotted: str) -> Any:
-    """The object a registry entry names: `package.module:Name`, imported on first use."""
-    module_name, _, name = dotted.partition(":")
-    return getattr(importlib.import_module(module_name), name)

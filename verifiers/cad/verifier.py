@@ -57,6 +57,7 @@ from typing import Any
 
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.cad import anticheat
+from verifiers.cad.domain import DOMAIN
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
 from verifiers.warm import (
     JobTimeout,
@@ -117,7 +118,7 @@ class CadVerifier(Verifier):
     name = "cad-verifier"
     version = "1"
     resource = "cad"
-    gates = ("anticheat", "build", "solid", "iou", "surface")
+    gates = DOMAIN.gate_names
     always = ("anticheat", "build")
     requires = {"solid": ("build",), "iou": ("solid",), "surface": ("iou",)}
     partial_versions = True

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.contract import Limits, Status, Task, Verdict
 from verifiers.kernels import anticheat
+from verifiers.kernels.domain import CUDA
 from verifiers.kernels.errors import classify_python, feedback_from, nvcc_failure
 from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
@@ -114,7 +115,7 @@ class KernelVerifier(Verifier):
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
     cpu_fallback = True
     partial_versions = True
-    gates = ("parse", "anticheat", "compile", "launch", "correct", "timing")
+    gates = CUDA.gate_names  # Triton has the same gates
     always = ("parse", "anticheat")
     requires: ClassVar[dict[str, tuple[str, ...]]] = {
         "compile": ("parse",),

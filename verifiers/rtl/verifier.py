@@ -51,6 +51,7 @@ from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
 from verifiers.feedback import trim
 from verifiers.rtl import anticheat, errors, formal, waves
+from verifiers.rtl.domain import DOMAIN
 from verifiers.rtl.hdl import (
     REPORT_TOKEN,
     code_only,
@@ -118,7 +119,7 @@ class RtlVerifier(Verifier):
         Tool("yosys", "yosys", ("yosys", "-V"), INSTALL),
         Tool("yosys-abc", "yosys-abc", ("yosys-abc", "-q", "version"), INSTALL),
     )
-    gates = ("static", "compile", "lint", "simulate", "synthesize", "equivalence")
+    gates = DOMAIN.gate_names
     always = ("static",)
     requires = {"simulate": ("compile",)}
 
