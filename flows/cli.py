@@ -13,6 +13,27 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flows import render
+from flows.options import (
+    DEFAULT_LAKE,
+    DEFAULT_TASKS,
+    DomainOpt,
+    FastOpt,
+    GatesOpt,
+    LakeOpt,
+    MixOpt,
+    RunOptions,
+    SimOnlyOpt,
+    TaskNamesOpt,
+    TasksOpt,
+    UnconfinedOpt,
+    domain_option,
+    known_domains,
+    limits_for,
+    parse_mix,
+    parse_settings,
+    pipeline_options,
+)
+from verifiers import domain as domain_registry
 from verifiers.catalog import TaskSpecError, load_catalog
 from verifiers.contract import Limits, Status, Task
 
@@ -38,70 +59,35 @@ app = _Crucible(
     add_completion=False,
 )
 
-DEFAULT_LAKE = Path(os.environ.get("CRUCIBLE_LAKE", "crucible-lake"))
-# what `crucible run` works on without --domain: every domain this machine verifies fully
-# (the GPU kernels need a GPU node: `--domain cuda --domain triton`)
-DEFAULT_DOMAINS = ("rtl", "cad")
-DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
-
-LakeOpt = Annotated[
-    Path,
-    typer.Option("--lake", help="Lake root directory (created if absent). Env: CRUCIBLE_LAKE."),
-]
-TasksOpt = Annotated[
-    list[Path] | None,
+# what `crucible run` works on without --domain: the domains that declare `default_run`
+# (every domain this machine verifies fully; the GPU kernels need a GPU node)
+DEFAULT_DOMAINS = domain_registry.default_run()
+PendingDomainOpt = Annotated[
+    str,
     typer.Option(
-        "--tasks",
-        help="Task catalog root(s) holding <domain>/<name>/task.toml "
-        "(default: the built-in catalog)",
+        "--domain", help=f"The domain (one of {known_domains()}).", callback=domain_option
     ),
 ]
-UnconfinedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--unconfined",
-        help="UNSAFE: run candidate code without the bubblewrap sandbox "
-        "(rlimits and timeouts still apply). Only for machines where bubblewrap cannot run.",
-    ),
+ListDomainOpt = Annotated[
+    str | None,
+    typer.Option("--domain", help=f"Only this domain ({known_domains()}).", callback=domain_option),
 ]
-SimOnlyOpt = Annotated[
-    bool,
-    typer.Option(
-        "--sim-only", help="Run only the compile and simulate gates (no lint, synthesis, formal)."
-    ),
-]
-
-
-GatesOpt = Annotated[
+SettingsOpt = Annotated[
     str | None,
     typer.Option(
-        "--gates",
-        help="Comma-separated gates to run (Limits.gates); the gates they need run too. "
-        "E.g. parse,anticheat,compile,launch,correct checks a kernel on a machine with no "
-        "GPU (pass/fail instead of infra_error no_gpu).",
+        "--settings",
+        help="The verifier's settings as a JSON object or a .json file (the keys of the "
+        "task's domain: `python -m verifiers.<domain> --help` lists them).",
     ),
 ]
-
-
-def _limits(sim_only: bool, unconfined: bool, gates: tuple[str, ...] | None = None) -> Limits:
-    from verifiers.rtl.verifier import SIM_ONLY
-
-    if sim_only and gates is not None:
-        raise typer.BadParameter("give --sim-only or --gates, not both", param_hint="--gates")
-    return Limits(gates=SIM_ONLY if sim_only else gates, unconfined=unconfined)
 
 
 def _gates(text: str | None, domain: str) -> tuple[str, ...] | None:
     """--gates as a Limits.gates tuple, checked against the domain verifier's gates."""
     if text is None:
         return None
-    from verifiers.registry import VerifierUnavailable, get_verifier
-
     wanted = tuple(dict.fromkeys(g.strip() for g in text.split(",") if g.strip()))
-    try:
-        known = ("format", *get_verifier(domain).gates)
-    except VerifierUnavailable:
-        known = wanted  # verification will say what to install; nothing to check here
+    known = ("format", *domain_registry.get(domain).gate_names)
     bad = [g for g in wanted if g not in known]
     if bad or not wanted:
         raise typer.BadParameter(
@@ -160,78 +146,9 @@ class _RichReporter:
             self.progress.update(self.task, total=t.completed or 1, completed=t.completed or 1)
 
 
-StagesOpt = Annotated[
-    str,
-    typer.Option(
-        "--stages",
-        help="Comma-separated stages to run, in pipeline order: "
-        "generate,verify,repair,dedup,export.",
-    ),
-]
-
-
-DomainOpt = Annotated[
-    list[str] | None,
-    typer.Option("--domain", help=f"Domain(s) to run (default: {', '.join(DEFAULT_DOMAINS)})."),
-]
-TaskNamesOpt = Annotated[
-    list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
-]
-GeneratorOpt = Annotated[
-    str,
-    typer.Option(
-        help="perturb (offline: reference, rewrites, realistic bugs), openai (any "
-        "OpenAI-compatible endpoint, e.g. `vllm serve`) or vllm (in-process, GPU node)."
-    ),
-]
-ModelOpt = Annotated[str | None, typer.Option(help="Model name for openai / vllm.")]
-BaseUrlOpt = Annotated[str, typer.Option(help="OpenAI-compatible endpoint (vllm serve's default).")]
-SamplesOpt = Annotated[int, typer.Option(help="openai/vllm: samples per task.")]
-PerTaskOpt = Annotated[
-    int | None, typer.Option(help="perturb: mutations per task (default: one per operator).")
-]
-RoundsOpt = Annotated[int, typer.Option(help="Repair rounds per failed candidate.")]
-MixOpt = Annotated[
-    str | None,
-    typer.Option(
-        help='Export mix as JSON or a .json file: {"domain": {"rtl": 1}, "level": '
-        '{"1": 1, "3": 2}, "origin": {...}}.'
-    ),
-]
-
-
 @app.command()
-def run(
-    lake: LakeOpt = DEFAULT_LAKE,
-    tasks: TasksOpt = None,
-    domain: DomainOpt = None,
-    task: TaskNamesOpt = None,
-    stages: StagesOpt = "generate,verify,repair,dedup,export",
-    generator: GeneratorOpt = "perturb",
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = "http://localhost:8000/v1",
-    samples: SamplesOpt = 4,
-    temperature: Annotated[float, typer.Option(help="openai/vllm: sampling temperature.")] = 0.8,
-    max_tokens: Annotated[int, typer.Option(help="openai/vllm: max tokens per answer.")] = 2048,
-    concurrency: Annotated[int, typer.Option(help="openai: requests in flight.")] = 8,
-    candidates_per_task: PerTaskOpt = None,
-    repair_rounds: RoundsOpt = 2,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Verifier actors (default: one per slot of the node resource)"),
-    ] = None,
-    batch_size: Annotated[int, typer.Option(help="Candidates per actor call.")] = 8,
-    commit_every: Annotated[
-        int, typer.Option(help="Verdicts per lake commit: at most what a crash costs to redo.")
-    ] = 256,
-    seed: Annotated[int, typer.Option(help="Generator seed.")] = 0,
-    export_dir: Annotated[
-        Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
-    ] = None,
-    mix: MixOpt = None,
-    sim_only: SimOnlyOpt = False,
-    unconfined: UnconfinedOpt = False,
-) -> None:
+@pipeline_options
+def run(opts: RunOptions) -> None:
     """Run the pipeline as a Prefect flow: generate candidates for the catalog's tasks,
     verify them on Ray actors, repair failures from the tools' feedback, dedup, and
     export SFT/DPO data; everything lands in the Delta lake. Re-running resumes: work
@@ -243,13 +160,7 @@ def run(
     from lake.store import LakeError
     from ray_actors import cluster
 
-    settings = _settings(
-        lake, tasks, domain, task, stages, generator, model, base_url, samples,
-        candidates_per_task, repair_rounds, mix, seed=seed, workers=workers,
-        batch_size=batch_size, commit_every=commit_every, export_dir=export_dir, sim_only=sim_only,
-        unconfined=unconfined, temperature=temperature, max_tokens=max_tokens,
-        concurrency=concurrency,
-    )  # fmt: skip
+    settings = opts.pipeline_settings()
     con = render.console()
     progress = _progress(con)
     try:
@@ -263,7 +174,7 @@ def run(
         raise typer.Exit(2) from None
     finally:
         cluster.shutdown()
-    _print_result(con, result, lake)
+    _print_result(con, result, opts.lake)
     if result["refused"]:
         raise typer.Exit(1)
 
@@ -337,7 +248,7 @@ def export(
         "name": name,
     }
     if mix:
-        fields["mix"] = _mix(mix)
+        fields["mix"] = parse_mix(mix)
     try:
         from lake.export import ExportSettings
 
@@ -401,23 +312,14 @@ def repair(
 
 
 @app.command()
+@pipeline_options
 def serve(
     cron: Annotated[str, typer.Option(help="When to run, as a cron line (UTC).")] = "0 * * * *",
     name: Annotated[str, typer.Option(help="Deployment name shown in the Prefect UI.")] = (
         "crucible-pipeline"
     ),
-    lake: LakeOpt = DEFAULT_LAKE,
-    tasks: TasksOpt = None,
-    domain: DomainOpt = None,
-    task: TaskNamesOpt = None,
-    stages: StagesOpt = "generate,verify,repair,dedup,export",
-    generator: GeneratorOpt = "perturb",
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = "http://localhost:8000/v1",
-    samples: SamplesOpt = 4,
-    candidates_per_task: PerTaskOpt = None,
-    repair_rounds: RoundsOpt = 2,
-    mix: MixOpt = None,
+    *,
+    opts: RunOptions,
 ) -> None:
     """Serve the pipeline as a Prefect deployment on a cron schedule (runs until stopped
     with Ctrl-C). Start `crucible server` first and export PREFECT_API_URL so the
@@ -433,10 +335,7 @@ def serve(
         raise typer.BadParameter(
             f"{cron!r} is not a cron line (e.g. '0 * * * *')", param_hint="--cron"
         ) from None
-    settings = _settings(
-        lake, tasks, domain, task, stages, generator, model, base_url, samples,
-        candidates_per_task, repair_rounds, mix,
-    )  # fmt: skip
+    settings = opts.pipeline_settings()
     if not os.environ.get("PREFECT_API_URL"):
         render.console().print(
             "[yellow]PREFECT_API_URL is not set:[/] serving against a temporary server that "
@@ -470,99 +369,6 @@ def server(
     except KeyboardInterrupt:
         rc = 0
     raise typer.Exit(rc)
-
-
-def _settings(
-    lake: Path,
-    tasks: list[Path] | None,
-    domain: list[str] | None,
-    task: list[str] | None,
-    stages: str,
-    generator: str,
-    model: str | None,
-    base_url: str,
-    samples: int,
-    candidates_per_task: int | None,
-    repair_rounds: int,
-    mix: str | None,
-    *,
-    seed: int = 0,
-    workers: int | None = None,
-    batch_size: int = 8,
-    commit_every: int = 256,
-    export_dir: Path | None = None,
-    sim_only: bool = False,
-    unconfined: bool = False,
-    temperature: float = 0.8,
-    max_tokens: int = 2048,
-    concurrency: int = 8,
-):
-    from flows.stages import PipelineSettings
-    from generators import GENERATORS
-    from ray_actors.verify import PoolSettings
-
-    if generator not in GENERATORS:
-        raise typer.BadParameter(f"choose one of {', '.join(GENERATORS)}", param_hint="--generator")
-    llm = None
-    if generator != "perturb":
-        if not model:
-            raise typer.BadParameter(
-                f"the {generator} generator needs --model", param_hint="--model"
-            )
-        llm = {
-            "model": model,
-            "base_url": base_url,
-            "n": samples,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "concurrency": concurrency,
-        }
-    return PipelineSettings(
-        lake=lake.absolute(),  # a scheduled run may start in another directory
-        task_roots=tuple(tasks or [DEFAULT_TASKS]),
-        domains=tuple(domain or DEFAULT_DOMAINS),
-        task_names=tuple(task) if task else None,
-        stages=_stages(stages),
-        generator=generator,
-        llm=llm,
-        candidates_per_task=candidates_per_task,
-        repair_rounds=repair_rounds,
-        limits=_limits(sim_only, unconfined),
-        seed=seed,
-        pool=PoolSettings(workers=workers, batch_size=batch_size),
-        verdict_batch=commit_every,
-        export={"mix": _mix(mix)} if mix else {},
-        export_dir=export_dir,
-    )
-
-
-def _stages(text: str) -> tuple[str, ...]:
-    from flows.stages import STAGES
-
-    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in wanted if s not in STAGES]
-    if bad or not wanted:
-        raise typer.BadParameter(
-            f"unknown stage(s) {', '.join(bad) or '(none given)'}; choose from {','.join(STAGES)}",
-            param_hint="--stages",
-        )
-    return wanted
-
-
-def _mix(text: str) -> dict:
-    try:
-        raw = Path(text).read_text() if text.endswith(".json") else text
-        mix = json.loads(raw)
-    except (OSError, ValueError) as e:
-        raise typer.BadParameter(
-            f"not JSON or a readable .json file: {e}", param_hint="--mix"
-        ) from None
-    if not isinstance(mix, dict) or not set(mix) <= {"domain", "level", "origin"}:
-        raise typer.BadParameter(
-            'expected {"domain": {...}, "level": {...}, "origin": {...}} weights',
-            param_hint="--mix",
-        )
-    return mix
 
 
 def _progress(con) -> Progress:
@@ -649,9 +455,11 @@ def verify(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole Verdict as JSON.")
     ] = False,
+    fast: FastOpt = False,
     sim_only: SimOnlyOpt = False,
     gates: GatesOpt = None,
     unconfined: UnconfinedOpt = False,
+    settings: SettingsOpt = None,
 ) -> None:
     """Verify one file against one task and print the verdict and its feedback.
     Exit code: 0 pass, 1 the candidate failed, 3 infrastructure error."""
@@ -659,9 +467,14 @@ def verify(
 
     roots = list(tasks or [DEFAULT_TASKS])
     t = find_task(task, roots)
-    limits = _limits(sim_only, unconfined, _gates(gates, t.domain))
+    if sim_only:
+        typer.echo("--sim-only is deprecated: use --fast", err=True)
+    lim = limits_for(
+        t.domain, fast=fast or sim_only, unconfined=unconfined, gates=_gates(gates, t.domain)
+    )
+    chosen = parse_settings(t.domain, settings) if settings else None
     data = sys.stdin.buffer.read() if str(file) == "-" else _read(file)
-    verdict = run_verify(t, data, limits)
+    verdict = run_verify(t, data, lim, chosen)
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
     else:
@@ -680,7 +493,7 @@ def _read(file: Path) -> bytes:
 
 @app.command()
 def pending(
-    domain: Annotated[str, typer.Option("--domain", help="The domain: cuda, triton, rtl, ...")],
+    domain: PendingDomainOpt,
     lake: LakeOpt = DEFAULT_LAKE,
     tasks: Annotated[
         list[Path] | None,
@@ -812,7 +625,7 @@ def ingest(
 @app.command("tasks")
 def list_tasks(
     tasks: TasksOpt = None,
-    domain: Annotated[str | None, typer.Option(help="Only this domain.")] = None,
+    domain: ListDomainOpt = None,
 ) -> None:
     """List (and validate) the task catalog."""
     con = render.console()
@@ -842,16 +655,20 @@ def import_verilogeval(
         ),
     ],
     dest: Annotated[
-        Path, typer.Option(help="Catalog root to write into; tasks land in DEST/rtl/<name>/")
+        Path,
+        typer.Option(
+            help="Catalog root to write into; tasks land in DEST/<domain>/<name>/ (the "
+            "importer's domain)"
+        ),
     ] = Path("imported"),
     split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
     source: Annotated[
         str, typer.Option(help="Benchmark name recorded on each task")
     ] = "verilogeval",
 ) -> None:
-    """Import a VerilogEval-layout benchmark directory as rtl tasks (then run them with
-    `crucible run --tasks DEST`)."""
-    from verifiers.rtl.importer import ImportProblems
+    """Import a VerilogEval-layout benchmark directory as tasks of the hardware-design
+    domain (then run them with `crucible run --tasks DEST`)."""
+    from verifiers.rtl.importer import DOMAIN, ImportProblems
     from verifiers.rtl.importer import import_verilogeval as do_import
 
     if not src.is_dir():
@@ -859,14 +676,14 @@ def import_verilogeval(
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
     try:
-        imported, errors = do_import(src, dest / "rtl", split=split, source=source), []
+        imported, errors = do_import(src, dest / DOMAIN, split=split, source=source), []
     except ImportProblems as e:
         imported, errors = e.imported, e.errors
     _report_import(
         imported,
         errors,
-        f"{len(imported)} imported into {dest / 'rtl'} ({split}), {len(errors)} skipped; "
-        f"run them with: crucible run --tasks {dest}",
+        f"{len(imported)} imported into {dest / DOMAIN} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest} --domain {DOMAIN}",
     )
 
 
@@ -894,24 +711,32 @@ def import_kernelbench(
         Path,
         typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
     ] = Path("imported"),
-    domains: Annotated[str, typer.Option(help="cuda, triton or cuda,triton")] = "cuda,triton",
+    domains: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated domains to write each problem for (default: every GPU "
+            "kernel domain the importer writes)"
+        ),
+    ] = None,
     split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
     source: Annotated[str, typer.Option(help="Benchmark name recorded on each task")] = (
         "kernelbench"
     ),
 ) -> None:
-    """Import KernelBench problem files as cuda and/or triton tasks (verify candidates
-    with `crucible run --tasks DEST --domains cuda,triton`)."""
-    from verifiers.kernels.importer import ImportProblems
+    """Import KernelBench problem files as tasks of the GPU kernel domains (verify
+    candidates with `crucible run --tasks DEST --domain <domain>`, on a GPU node)."""
+    from verifiers.kernels.importer import DOMAINS, ImportProblems
     from verifiers.kernels.importer import import_kernelbench as do_import
 
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
-    wanted = tuple(d.strip() for d in domains.split(",") if d.strip())
-    if not wanted or any(d not in ("cuda", "triton") for d in wanted):
-        raise typer.BadParameter("must be cuda, triton or cuda,triton", param_hint="--domains")
+    wanted = tuple(d.strip() for d in (domains or ",".join(DOMAINS)).split(",") if d.strip())
+    if not wanted or any(d not in DOMAINS for d in wanted):
+        raise typer.BadParameter(
+            f"choose from {', '.join(DOMAINS)} (comma-separated)", param_hint="--domains"
+        )
     try:
         imported, errors = do_import(src, dest, domains=wanted, split=split, source=source), []
     except ImportProblems as e:
@@ -920,7 +745,7 @@ def import_kernelbench(
         imported,
         errors,
         f"{len(imported)} task dirs written under {dest} ({split}), {len(errors)} skipped; "
-        f"run them with: crucible run --tasks {dest} --domain cuda --domain triton",
+        f"run them with: crucible run --tasks {dest} " + " ".join(f"--domain {d}" for d in wanted),
     )
 
 

@@ -32,9 +32,12 @@ from lake.store import Lake
 from lake.writer import BatchWriter
 from ray_actors import cluster
 from ray_actors.verify import PoolSettings, verify_candidates
+from verifiers import domain as domain_registry
+from verifiers.base import Verifier
 from verifiers.catalog import TaskSpecError, load_catalog
 from verifiers.contract import Candidate, Limits, Task, Verdict
 from verifiers.registry import get_verifier
+from verifiers.settings import settings_for
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,8 @@ class PipelineSettings:
 
     lake: Path = Path("crucible-lake")
     task_roots: tuple[Path, ...] = (DEFAULT_TASKS,)
-    domains: tuple[str, ...] = ("rtl",)
+    # what `crucible run` works on without --domain (`Domain.default_run`)
+    domains: tuple[str, ...] = field(default_factory=lambda: domain_registry.default_run())
     task_names: tuple[str, ...] | None = None  # the tasks filter: None = every task
     stages: tuple[str, ...] = STAGES
     generator: str = "perturb"  # perturb | openai | vllm
@@ -56,6 +60,10 @@ class PipelineSettings:
     candidates_per_task: int | None = None  # perturb: mutations per task (None: one round)
     repair_rounds: int = 2
     limits: Limits = field(default_factory=Limits)
+    # run only each domain's quick screen (`Domain.fast_gates`) instead of `limits.gates`
+    fast: bool = False
+    # domain -> its verifier's settings dict (`verifiers.settings`; absent: the defaults)
+    verifier_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     pool: PoolSettings = field(default_factory=PoolSettings)
     ray: cluster.ClusterSettings = field(default_factory=cluster.ClusterSettings)
@@ -64,6 +72,24 @@ class PipelineSettings:
     dedup: dict[str, Any] = field(default_factory=dict)  # DedupSettings fields
     export: dict[str, Any] | None = field(default_factory=dict)  # ExportSettings; None: skip
     export_dir: Path | None = None  # default: <lake>/exports
+
+    def __post_init__(self) -> None:
+        if self.fast and self.limits.gates is not None:
+            raise ValueError("give fast or limits.gates, not both")
+        for domain, given in self.verifier_settings.items():
+            domain_registry.get(domain)  # an unknown domain, or settings not its own,
+            settings_for(domain, given)  # are refused here
+
+    def limits_for(self, domain: str) -> Limits:
+        """The limits `domain`'s candidates are verified under: the run's, with the
+        domain's own fast gates when the run is `fast`."""
+        if not self.fast:
+            return self.limits
+        return replace(self.limits, gates=domain_registry.get(domain).fast_gates)
+
+    def settings_of(self, domain: str) -> dict[str, Any]:
+        """The settings dict of `domain`'s verifier for this run (empty: the defaults)."""
+        return dict(self.verifier_settings.get(domain) or {})
 
     def to_params(self) -> dict[str, Any]:
         return {
@@ -77,6 +103,13 @@ class PipelineSettings:
             "candidates_per_task": self.candidates_per_task,
             "repair_rounds": self.repair_rounds,
             "limits": self.limits.to_dict(),
+            "fast": self.fast,
+            # the values that differ from each verifier's defaults, as verdicts record them
+            "verifier_settings": {
+                d: rec
+                for d, given in sorted(self.verifier_settings.items())
+                if (rec := settings_for(d, given).recorded())
+            },
             "seed": self.seed,
             "workers": self.pool.workers,
             "batch_size": self.pool.batch_size,
@@ -238,13 +271,13 @@ def check_references(ctx: StageContext, tasks: list[Task]) -> list[ReferenceFail
     by_task = {t.task_id: t for t in tasks if t.reference}
     by_domain: dict[str, list[Candidate]] = {}
     for domain in sorted({t.domain for t in by_task.values()}):
-        v = get_verifier(domain)
+        v = verifier_of(s, domain)
         rows = db.rows(
             ctx.con,
             "reference_todo",
             domain=domain,
             verifier=v.name,
-            verifier_version=v.version_for(s.limits),
+            verifier_version=v.version_for(s.limits_for(domain)),
             task_ids=[i for i, t in by_task.items() if t.domain == domain],
         )
         if rows:
@@ -396,6 +429,12 @@ def _by_shortfall(
 # --- verify -----------------------------------------------------------------------------
 
 
+def verifier_of(s: PipelineSettings, domain: str) -> Verifier:
+    """The domain's verifier with the run's settings for it (its name and version select
+    the work; the actors build their own)."""
+    return get_verifier(domain, s.settings_of(domain))
+
+
 def pending_candidates(
     con: duckdb.DuckDBPyConnection, domain: str, ids: list[str], limits: Limits
 ) -> list[Candidate]:
@@ -422,7 +461,7 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
     ids = task_ids(ctx)
     by_domain: dict[str, list[Candidate]] = {}
     for domain in domains or s.domains:
-        by_domain[domain] = pending_candidates(ctx.con, domain, ids, s.limits)
+        by_domain[domain] = pending_candidates(ctx.con, domain, ids, s.limits_for(domain))
     tasks = load_tasks(ctx.con, sorted({c.task_id for cs in by_domain.values() for c in cs}))
     total = _verify_into_lake(ctx, by_domain, tasks, "verify")
     ctx.count("verified", total)
@@ -459,7 +498,14 @@ def _verify_into_lake(
 
         for domain, cands in by_domain.items():
             for _ in verify_candidates(
-                domain, cands, tasks, s.limits, s.pool, on_batch, pools=ctx.pools
+                domain,
+                cands,
+                tasks,
+                s.limits_for(domain),
+                s.pool,
+                on_batch,
+                pools=ctx.pools,
+                verifier_settings=s.settings_of(domain),
             ):
                 pass
     # the verify stage's counts are the run's; another stage's go under its own name
@@ -510,14 +556,14 @@ def _repair(ctx: StageContext, gen: Generator) -> None:
 
 
 def _repair_requests(ctx: StageContext, domain: str) -> list[RepairRequest]:
-    v = get_verifier(domain)
+    v = verifier_of(ctx.settings, domain)
     params = {"domain": domain, "task_ids": task_ids(ctx)}
     heads = db.rows(
         ctx.con,
         "repair_heads",
         **params,
         verifier=v.name,
-        verifier_version=v.version_for(ctx.settings.limits),
+        verifier_version=v.version_for(ctx.settings.limits_for(domain)),
         max_attempt=ctx.settings.repair_rounds,
     )
     if not heads:

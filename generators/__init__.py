@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from generators.base import Generator
-from verifiers.registry import load_dotted
+from verifiers.domain import load_dotted
 
 GENERATORS: dict[str, str] = {
     "perturb": "generators.perturb:PerturbChannel",

@@ -17,42 +17,19 @@ import re
 from dataclasses import dataclass
 
 from generators.prompts import style
+from verifiers import domain as domain_registry
 from verifiers.contract import Task
+from verifiers.domain import ExtractRules
 
 # Fence tags a model uses for the same language; the prompt's own tag is in one of these.
+# Language data, not per-domain: what a domain finds in an answer is its descriptor's
+# `ExtractRules`.
 LANGUAGE_TAGS: tuple[frozenset[str], ...] = (
     frozenset({"systemverilog", "sv", "verilog", "v", "svh", "vh"}),
     frozenset({"python", "py", "python3"}),
     frozenset({"c", "cpp", "c++", "cc", "cxx", "cuda", "cu", "h", "hpp"}),
     frozenset({"asm", "assembly", "s", "gas", "x86asm", "x86", "nasm"}),
 )
-
-# Any entry point of the domain (multiline regexes). Without a task, this is all we know.
-ENTRY: dict[str, str] = {
-    "rtl": r"^\s*(?:module|macromodule)\s+[A-Za-z_]\w*",
-    "cuda": r"^\s*class\s+ModelNew\b",
-    "triton": r"^\s*class\s+ModelNew\b",
-    "cad": r"^\s*result\s*=",
-    "embedded": r"^[A-Za-z_][\w \t*]*\b[A-Za-z_]\w*\s*\([^;{]*\)\s*\{",
-    "x86asm": r"^\s*[A-Za-z_.$][\w.$]*:",
-    "ascendc": r"__aicore__|__global__",
-}
-
-# How an unfenced answer that is nothing but code starts (after comments), per domain.
-_LEAD_C = r"(?:\s*(?://[^\n]*|/\*.*?\*/))*\s*"
-UNFENCED: dict[str, str] = {
-    "rtl": r"\A(?:\s*(?://[^\n]*|/\*.*?\*/|`[^\n]*))*\s*(?:module|macromodule)\b.*\bendmodule\b",
-    "cuda": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
-    "triton": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
-    "cad": r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)",
-    "embedded": r"\A" + _LEAD_C + r"#\s*include\b",
-    "ascendc": r"\A" + _LEAD_C + r"#\s*include\b",
-    "x86asm": r"\A(?:\s*(?:#|//)[^\n]*)*\s*\."
-    r"(?:text|globl|global|intel_syntax|att_syntax|section)\b",
-}
-
-PYTHON_DOMAINS = frozenset({"cuda", "triton", "cad"})
-COMMENT: dict[str, str] = {"rtl": "//", "embedded": "//", "ascendc": "//"}  # others: "#"
 
 _THINK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
 _OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
@@ -77,12 +54,10 @@ class Block:
 
 
 def entry_name(task: Task) -> str | None:
-    """The name the verifier looks for: the RTL top module, the Python class, or none."""
-    if task.domain == "rtl":
-        return task.interface.get("top") or None
-    if task.domain in ("cuda", "triton"):
-        return "ModelNew"
-    return None
+    """The name the verifier looks for (the domain's descriptor says which: a field of the
+    interface, such as the top module, or one fixed name), or none."""
+    rules = _rules(task.domain)
+    return rules.entry_name(task.interface) if rules is not None else None
 
 
 def language_tags(domain: str) -> frozenset[str]:
@@ -136,7 +111,8 @@ def fenced_blocks(text: str) -> list[Block]:
 
 def extract_code(answer: str, domain: str, entry: str | None = None) -> Extraction:
     """The code in `answer` for `domain`; `entry` (see `entry_name`) is preferred if given."""
-    fence = style(domain).fence
+    fence = style(domain).fence  # an unknown domain raises here
+    rules = domain_registry.get(domain).extract
     text, cut = strip_reasoning(answer)
     if not text.strip():
         why = "the answer ended inside <think> reasoning" if cut else "the answer is empty"
@@ -144,7 +120,7 @@ def extract_code(answer: str, domain: str, entry: str | None = None) -> Extracti
     blocks = [b for b in fenced_blocks(text) if b.code.strip()]
     tags = language_tags(domain)
     ours = [b for b in blocks if b.lang in tags or not b.lang]
-    for pattern, what in _entry_patterns(domain, entry):
+    for pattern, what in _entry_patterns(rules, entry):
         found = [b for b in ours if pattern.search(b.code)]
         whole = [b for b in found if b.complete]
         if whole:
@@ -161,10 +137,11 @@ def extract_code(answer: str, domain: str, entry: str | None = None) -> Extracti
             f"no {fence} code: only blocks tagged {', '.join(seen)} without an entry point",
             text,
         )
-    if _reads_as_code(text, domain):
+    if _reads_as_code(text, rules):
         code = text
-        if domain == "rtl":  # prose after the design is not part of it
-            code = code[: code.rindex("endmodule") + len("endmodule")]
+        end = code.rfind(rules.cut_after) if rules.cut_after else -1
+        if end >= 0:  # prose after the code is not part of it
+            code = code[: end + len(rules.cut_after)]
         return Extraction(_tidy(code.split("\n")), "unfenced answer that is code", text)
     return Extraction(None, f"no fenced block, and the answer is not {fence} code", text)
 
@@ -176,30 +153,32 @@ def answer_code(extraction: Extraction, domain: str) -> str:
         return extraction.code
     if extraction.text.strip():
         return extraction.text
-    return f"{COMMENT.get(domain, '#')} no code in answer: {extraction.reason}\n"
+    rules = _rules(domain)
+    comment = rules.comment if rules is not None else "#"
+    return f"{comment} no code in answer: {extraction.reason}\n"
 
 
-def _entry_patterns(domain: str, entry: str | None) -> list[tuple[re.Pattern[str], str]]:
+def _rules(domain: str) -> ExtractRules | None:
+    try:
+        return domain_registry.get(domain).extract
+    except domain_registry.UnknownDomain:
+        return None
+
+
+def _entry_patterns(rules: ExtractRules, entry: str | None) -> list[tuple[re.Pattern[str], str]]:
     pats = []
     if entry:
-        name = re.escape(entry)
-        if domain == "rtl":
-            rx = rf"^\s*(?:module|macromodule)\s+(?:automatic\s+|static\s+)?{name}\b"
-        elif domain in PYTHON_DOMAINS:
-            rx = rf"^\s*(?:class|def)\s+{name}\b"
-        else:
-            rx = rf"\b{name}\b"
+        rx = rules.named_pattern(entry) if rules.named_entry else rf"\b{re.escape(entry)}\b"
         pats.append((re.compile(rx, re.M), f"defining `{entry}`"))
-    if domain in ENTRY:
-        pats.append((re.compile(ENTRY[domain], re.M), "with an entry point"))
+    if rules.entry:
+        pats.append((re.compile(rules.entry, re.M), "with an entry point"))
     return pats
 
 
-def _reads_as_code(text: str, domain: str) -> bool:
-    rx = UNFENCED.get(domain)
-    if rx is None or not re.match(rx, text, re.S):
+def _reads_as_code(text: str, rules: ExtractRules) -> bool:
+    if not rules.unfenced or not re.match(rules.unfenced, text, re.S):
         return False
-    if domain in PYTHON_DOMAINS:
+    if rules.python:
         try:
             ast.parse(text)
         except SyntaxError:

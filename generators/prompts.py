@@ -10,59 +10,15 @@ own feedback, trimmed to a budget.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from verifiers import domain as domain_registry
 from verifiers.contract import Task
+from verifiers.domain import PromptStyle
 from verifiers.feedback import trim
 
 Message = dict[str, str]
 
-
-@dataclass(frozen=True)
-class DomainStyle:
-    language: str  # what the model writes
-    fence: str  # the code fence tag the answer must use
-    output: str  # one sentence: what the answer must contain
-
-
-STYLES: dict[str, DomainStyle] = {
-    "rtl": DomainStyle(
-        "SystemVerilog",
-        "systemverilog",
-        "the complete synthesizable module(s), including the top module with exactly the "
-        "ports listed; no testbench",
-    ),
-    "cuda": DomainStyle(
-        "CUDA C++",
-        "python",
-        "a Python file defining `ModelNew(nn.Module)` whose forward launches your CUDA kernel",
-    ),
-    "triton": DomainStyle(
-        "Triton",
-        "python",
-        "a Python file defining `ModelNew(nn.Module)` whose forward launches your "
-        "`@triton.jit` kernel(s)",
-    ),
-    "cad": DomainStyle(
-        "CadQuery (Python)",
-        "python",
-        "a Python script that builds the part with CadQuery and assigns it to `result`",
-    ),
-    "embedded": DomainStyle(
-        "C for STM32F4 (Cortex-M4)",
-        "c",
-        "one C source file that builds with arm-none-eabi-gcc against the given headers",
-    ),
-    "x86asm": DomainStyle(
-        "x86-64 assembly (GNU as, AT&T syntax)",
-        "asm",
-        "the assembly of the function, callable with the System V ABI",
-    ),
-    "ascendc": DomainStyle(
-        "AscendC", "cpp", "the kernel source that compiles with CANN for the given device"
-    ),
-}
 
 SYSTEM = (
     "You are an expert engineer writing {language}. Answer with one fenced code block "
@@ -72,11 +28,12 @@ SYSTEM = (
 REPAIR_FEEDBACK_BUDGET = 2000  # characters of tool feedback a repair prompt shows
 
 
-def style(domain: str) -> DomainStyle:
+def style(domain: str) -> PromptStyle:
+    """How prompts for `domain` ask for the answer: its descriptor's prompt style."""
     try:
-        return STYLES[domain]
-    except KeyError:
-        known = ", ".join(STYLES)
+        return domain_registry.get(domain).prompt
+    except domain_registry.UnknownDomain:
+        known = ", ".join(domain_registry.names())
         raise ValueError(f"no prompt style for domain {domain!r}; known: {known}") from None
 
 

@@ -49,7 +49,8 @@ from lake import db
 from lake.schema import to_timestamp
 from lake.store import Lake
 from lake.writer import BatchWriter
-from verifiers.contract import DOMAINS, canonical_json, content_id, utc_now
+from verifiers import domain as domain_registry
+from verifiers.contract import canonical_json, content_id, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -173,16 +174,21 @@ _PY = _Syntax(
 _ASM = _Syntax(
     ('"',), re.compile(rf"[#;][^\n]*|{_BLOCK}"), re.compile(rf"({_DQ})|[#;][^\n]*|{_BLOCK}")
 )
+# Keyed by the syntax a domain's descriptor declares (`Domain.syntax`).
 SYNTAX: dict[str, _Syntax] = {
-    # Verilog's ' starts sized literals (4'd9), never a character literal.
-    "rtl": _C,
-    "cuda": _CPP,
-    "embedded": _CPP,
-    "ascendc": _CPP,
-    "triton": _PY,
-    "cad": _PY,
-    "x86asm": _ASM,
+    "c": _C,  # also what a Verilog-like language folds: ' starts sized literals (4'd9)
+    "cpp": _CPP,
+    "python": _PY,
+    "asm": _ASM,
 }
+
+
+def syntax_of(domain: str) -> _Syntax:
+    """The comment syntax `domain`'s descriptor declares; an unknown domain folds C's."""
+    try:
+        return SYNTAX[domain_registry.get(domain).syntax]
+    except domain_registry.UnknownDomain:
+        return _C
 
 
 def _keep_strings(m: re.Match[str]) -> str:
@@ -191,7 +197,10 @@ def _keep_strings(m: re.Match[str]) -> str:
 
 def strip_comments(code: str, domain: str) -> str:
     """Every comment replaced by one space, as the compiler sees it; strings kept."""
-    syntax = SYNTAX.get(domain, _C)
+    return _strip(code, syntax_of(domain))
+
+
+def _strip(code: str, syntax: _Syntax) -> str:
     if any(q in code for q in syntax.quotes):
         return syntax.full.sub(_keep_strings, code)
     return syntax.fast.sub(" ", code)
@@ -443,8 +452,9 @@ def shingle_set(text: str, domain: str, settings: DedupSettings) -> set[int]:
 def signatures(texts: Sequence[str], domain: str, settings: DedupSettings) -> np.ndarray:
     """(len(texts), num_perm) uint32 one-permutation MinHash signatures."""
     out = np.empty((len(texts), settings.num_perm), np.uint32)
+    syntax = syntax_of(domain)
     for part in _batches(texts):
-        buf = _Buffer.of([strip_comments(t, domain) for t in texts[part]])
+        buf = _Buffer.of([_strip(t, syntax) for t in texts[part]])
         out[part] = _sign(buf, settings)
     return out
 
@@ -641,8 +651,9 @@ def features(
     length = np.empty(n, np.int64)
     sig = np.empty((n, settings.num_perm), np.uint32)
     hit = np.full(n, -1, np.int32)
+    syntaxes = {d: syntax_of(d) for d in set(domains)}  # one registry look-up per domain
     for part in _batches(codes):
-        stripped = [strip_comments(c, d) for c, d in zip(codes[part], domains[part], strict=True)]
+        stripped = [_strip(c, syntaxes[d]) for c, d in zip(codes[part], domains[part], strict=True)]
         buf = _Buffer.of(stripped)
         k, length[part] = _exact_keys(buf)
         keys += k
@@ -1189,7 +1200,7 @@ def run_dedup(
     settings = settings or DedupSettings()
     started = time.perf_counter()
     stages: dict[str, float] = {}
-    wanted = sorted(domains) if domains is not None else list(DOMAINS)
+    wanted = sorted(domains) if domains is not None else list(domain_registry.names())
     task_rows = db.rows(con, "dedup_tasks")
     holdout = holdout_index(task_rows, settings)
     task_hits = holdout.task_hits(task_rows, settings)

@@ -39,23 +39,15 @@ from lake import db
 from lake.schema import task_from_row, to_timestamp
 from lake.store import Lake
 from lake.writer import BatchWriter
+from verifiers import domain as domain_registry
 from verifiers.contract import Task, canonical_json, content_id, utc_now
+from verifiers.domain import PerfMetric
 
 log = logging.getLogger(__name__)
 
 KINDS = ("sft_direct", "sft_repair", "sft_optimize", "dpo")
 MIX_DIMENSIONS = ("domain", "level", "origin")
 ANY = "*"  # a mix key matching every value the dimension does not name
-
-# The metric an optimization pair compares, and which way is better.
-PERF_METRICS: dict[str, tuple[str, str]] = {
-    "rtl": ("area", "lower"),
-    "cuda": ("speedup", "higher"),
-    "triton": ("speedup", "higher"),
-}
-METRIC_UNITS = {"area": "um^2", "speedup": "x vs the reference"}
-# What the optimize prompt asks for, by direction of the metric.
-PERF_ASKS = {"lower": "smaller", "higher": "faster"}
 
 # The lake tables an export reads: their versions go into the manifest and the export id
 # (not `exports` or `runs`, which recording an export itself changes).
@@ -134,7 +126,7 @@ class ExportError(Exception):
 class ExportSettings:
     """What to export and how to mix it.
 
-    Mix: `{"domain": {"rtl": 1.0}, "level": {"1": 1, "3": 2}, "origin": {"perturb": 0}}`.
+    Mix: `{"domain": {"<a domain>": 1.0}, "level": {"1": 1, "3": 2}, "origin": {"perturb": 0}}`.
     A row's weight is the product of its factors; a value the dimension does not name
     weighs its `"*"` entry, or 1.0. Levels may be given as ints or strings.
     - Weight 0 drops the row, whatever `size` is.
@@ -446,15 +438,21 @@ def build_sft_optimize(
     without the domain's metric (its perf gate did not run) takes no part.
     """
     pool: dict[str, list[tuple[float, dict[str, Any]]]] = defaultdict(list)
+    perfs: dict[str, PerfMetric | None] = {}
     for r in db.rows(con, SQL_FILES["sft_optimize"]):
-        perf = PERF_METRICS.get(r["domain"])
-        value = json.loads(r["metrics"] or "{}").get(perf[0]) if perf else None
+        if r["domain"] not in perfs:
+            perfs[r["domain"]] = perf_metric(r["domain"])
+        perf = perfs[r["domain"]]
+        value = json.loads(r["metrics"] or "{}").get(perf.name) if perf else None
         if _numeric(value) and math.isfinite(value):
             pool[r["task_id"]].append((float(value), r))
     rows = []
     for task_id, entries in sorted(pool.items()):
         task = tasks[task_id]
-        metric, direction = PERF_METRICS[task.domain]
+        perf = perf_metric(task.domain)
+        if perf is None:  # not reached: a pooled row's domain (its task's) has a metric
+            continue
+        metric, direction = perf.name, perf.direction
         sign = 1.0 if direction == "lower" else -1.0
         entries.sort(key=lambda e: (sign * e[0], e[1]["candidate_id"]))
         best_value, best = entries[0]
@@ -491,22 +489,32 @@ def _better_by(best: float, other: float, direction: str, margin: float) -> bool
     return best >= other * (1 + margin) and best > other
 
 
+def perf_metric(domain: str) -> PerfMetric | None:
+    """The metric `domain`'s optimization pairs compare (its descriptor's), if it has one."""
+    try:
+        return domain_registry.get(domain).perf
+    except domain_registry.UnknownDomain:
+        return None
+
+
 def optimize_message(domain: str, metrics: Mapping[str, Any]) -> Message:
     """The user turn that reports a passing solution's performance and asks for better.
 
     Kept here until an optimize generator exists; then it belongs to generators.prompts.
     """
-    metric, direction = PERF_METRICS[domain]
+    perf = perf_metric(domain)
+    if perf is None:
+        raise ValueError(f"domain {domain!r} declares no perf metric: no optimize prompt")
+    metric = perf.name
     shown = [metric, *sorted(k for k, v in metrics.items() if k != metric and _numeric(v))]
     parts = []
     for k in shown:
-        unit = METRIC_UNITS.get(k, "")
+        unit = perf.unit if k == metric else ""
         parts.append(f"{k} {_number(metrics[k])}{' ' + unit if unit else ''}")
-    better = "lower" if direction == "lower" else "higher"
     return {
         "role": "user",
         "content": f"The verifier passed this solution. Measured: {'; '.join(parts)}.\n\n"
-        f"Make it {PERF_ASKS[direction]} ({better} {metric}) while keeping the behaviour "
+        f"Make it {perf.ask} ({perf.direction} {metric}) while keeping the behaviour "
         "exactly. Answer with the complete solution in one code block.",
     }
 

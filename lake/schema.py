@@ -36,8 +36,16 @@ def _id(name: str) -> pa.Field:
     return pa.field(name, pa.string(), nullable=False)
 
 
+# `stage` (build, run, judge, perf: what SQL keys on) came with lake format 2; a format-1
+# lake's verdicts lack it and are migrated when the lake is opened writable (lake/store.py).
 CHECK_TYPE = pa.struct(
-    [("name", pa.string()), ("ok", pa.bool_()), ("seconds", pa.float64()), ("detail", pa.string())]
+    [
+        ("name", pa.string()),
+        ("ok", pa.bool_()),
+        ("seconds", pa.float64()),
+        ("detail", pa.string()),
+        ("stage", pa.string()),
+    ]
 )
 TURN_TYPE = pa.struct(
     [("candidate_id", pa.string()), ("verdict_id", pa.string()), ("status", pa.string())]
@@ -351,6 +359,7 @@ def check_row(check: Check) -> dict[str, Any]:
         "ok": bool(check.ok),
         "seconds": float(check.seconds),
         "detail": check.detail,
+        "stage": check.stage,
     }
 
 
@@ -483,7 +492,13 @@ def verdict_from_row(row: Mapping[str, Any]) -> Verdict:
         verifier_version=row["verifier_version"],
         status=row["status"],
         checks=tuple(
-            Check(name=c["name"], ok=c["ok"], seconds=c["seconds"], detail=c["detail"] or "")
+            Check(
+                name=c["name"],
+                ok=c["ok"],
+                seconds=c["seconds"],
+                detail=c["detail"] or "",
+                stage=c.get("stage") or "",  # absent in rows read before lake format 2
+            )
             for c in checks
         ),
         metrics=_json_or_empty(row["metrics"]),

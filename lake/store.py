@@ -1,7 +1,9 @@
 """The lake root: its Delta tables and its content-addressed artifact blobs.
 
 Opening a `Lake` validates the root once, up front, so a wrong `--lake` path fails with
-what to do about it instead of a Rust backtrace in the middle of a stage.
+what to do about it instead of a Rust backtrace in the middle of a stage. A lake of an
+older format this Crucible knows (`MIGRATES_FROM`) is migrated in place when it is opened
+writable; a read-only open of one says how to migrate it.
 """
 
 from __future__ import annotations
@@ -14,17 +16,25 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from deltalake import DeltaTable
-from deltalake.exceptions import DeltaError, TableNotFoundError
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from lake.schema import TABLES, artifact_path, spec
+from lake.schema import CHECK_TYPE, TABLES, artifact_path, spec
+from verifiers import domain as domain_registry
 
 log = logging.getLogger(__name__)
 
 MARKER = "_crucible_lake.json"
-LAKE_FORMAT = 1
+LAKE_FORMAT = 2
+# Older formats an open migrates (writable only), and what changed:
+# 1 -> 2: every verdict check records its stage (`checks[].stage`, from the descriptor).
+MIGRATES_FROM = (1,)
 # Tables and blobs live in separate subtrees: a Delta `vacuum(full=True)` deletes every file
 # under a table directory that no commit references, so blobs inside the `artifacts` table
 # directory would be wiped.
@@ -92,6 +102,7 @@ class Lake:
         self.storage_options: dict[str, str] | None = None
         self.readonly = readonly
         self.check_files = check_files
+        self._stale_format: int | None = None  # an older format on disk, to migrate
         self._open()
 
     def __repr__(self) -> str:
@@ -116,6 +127,15 @@ class Lake:
                         self._create_table(name)
         for name in TABLES:
             self._open_table(name)
+        if self._stale_format is not None:
+            if self.check_files:
+                self._migrate()
+            else:  # `repair` drops lost files first; the next normal open migrates
+                log.warning(
+                    "lake %s has format %s: not migrated while its files are not checked",
+                    self.root,
+                    self._stale_format,
+                )
 
     def _prepare_root(self) -> None:
         root = self.root
@@ -165,7 +185,17 @@ class Lake:
                     f"{marker} is unreadable ({first_line(exc)}): restore it as "
                     f'{{"format": {LAKE_FORMAT}}} if {self.root} is a Crucible lake'
                 ) from None
-            if fmt != LAKE_FORMAT:
+            if fmt in MIGRATES_FROM:
+                if self.readonly:
+                    raise LakeError(
+                        f"lake {self.root} has format {fmt}; this Crucible reads format "
+                        f"{LAKE_FORMAT} and migrates a lake in place when it opens it "
+                        "writable: open it once without readonly (e.g. python -c "
+                        f"\"from lake.store import Lake; Lake('{self.root}')\"), or read it "
+                        "with the Crucible version that wrote it"
+                    )
+                self._stale_format = fmt
+            elif fmt != LAKE_FORMAT:
                 raise LakeError(
                     f"lake {self.root} has format {fmt}; this Crucible reads format "
                     f"{LAKE_FORMAT}: use the matching Crucible version"
@@ -186,9 +216,59 @@ class Lake:
             )
         if marker.exists():  # written by another process since the check above
             return self._check_marker()
+        self._write_marker()
+
+    def _write_marker(self) -> None:
         tmp = self.root / f".{MARKER}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps({"format": LAKE_FORMAT}) + "\n")
-        os.replace(tmp, marker)
+        os.replace(tmp, self.root / MARKER)
+
+    # --- migration -------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        """Bring an older lake to `LAKE_FORMAT`. Each table rewrite is one Delta commit
+        (an overwrite: the old files stay until a vacuum), and the marker moves last, so a
+        crash at any point leaves every row in place and the next open finishes the job."""
+        with open(self.root / ".create.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                done = json.loads((self.root / MARKER).read_text())["format"] == LAKE_FORMAT
+            except (OSError, ValueError, KeyError, TypeError):
+                done = False
+            if not done:  # another process may have migrated it while we waited
+                self._add_check_stages()
+                self._write_marker()
+                log.warning(
+                    "migrated lake %s from format %s to %s",
+                    self.root,
+                    self._stale_format,
+                    LAKE_FORMAT,
+                )
+        self._stale_format = None
+
+    def _add_check_stages(self) -> None:
+        """Format 1 -> 2: rewrite `verdicts` with each check's stage, which the domain's
+        descriptor gives (a gate or domain it does not know: "")."""
+        for attempt in range(3):
+            dt = self._load("verdicts")
+            if _has_check_stages(dt):
+                return
+            try:
+                rows = _rewrite_with_stages(dt, self.storage_options)
+            except CommitFailedError:  # another writer committed meanwhile: read again
+                if attempt == 2:
+                    raise
+                continue
+            except (DeltaError, OSError) as exc:
+                if is_disk_full(exc):
+                    raise LakeFull(self.root, "the verdicts table's migration") from None
+                raise LakeError(
+                    f"cannot migrate table 'verdicts' of lake {self.root} to format "
+                    f"{LAKE_FORMAT} ({first_line(exc)}); nothing was changed: fix that "
+                    "and open the lake again"
+                ) from None
+            log.warning("verdicts of %s: %d rows rewritten with check stages", self.root, rows)
+            return
 
     def _open_table(self, name: str) -> None:
         path = self.table_path(name)
@@ -331,6 +411,88 @@ class Lake:
         if hashlib.sha256(data).hexdigest() != sha256:
             raise LakeError(f"artifact {path} is damaged (content does not match its sha256)")
         return data
+
+
+def _has_check_stages(dt: DeltaTable) -> bool:
+    checks = pa.schema(dt.schema().to_arrow()).field("checks").type
+    return "stage" in [f.name for f in checks.value_type]
+
+
+def _stage(domain: str, gate: str) -> str:
+    try:
+        return domain_registry.get(domain).stage_of(gate)
+    except KeyError:  # an unknown domain (UnknownDomain is a KeyError) or gate
+        return ""
+
+
+def _rewrite_with_stages(dt: DeltaTable, storage_options: dict[str, str] | None) -> int:
+    """One overwrite commit of `verdicts` with the current schema, streamed batch by batch;
+    the number of rows written."""
+    s = spec("verdicts")
+    memo: dict[tuple[str, str], str] = {}
+    written = 0
+
+    # Read with pyarrow's own file system: the write below runs delta-rs's async runtime,
+    # and a dataset that reads through delta-rs cannot be pulled from inside it.
+    files = ds.dataset(
+        dt.file_uris(),
+        schema=pa.schema(dt.schema().to_arrow()),
+        format="parquet",
+        partitioning=ds.partitioning(
+            pa.schema([s.schema.field(c) for c in s.partition_by]), flavor="hive"
+        ),
+        partition_base_dir=dt.table_uri.removeprefix("file://"),
+    )
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        nonlocal written
+        for batch in files.to_batches(columns=list(s.columns)):
+            written += batch.num_rows
+            yield _with_stages(batch, s.schema, memo)
+
+    write_deltalake(
+        dt,
+        pa.RecordBatchReader.from_batches(s.schema, batches()),
+        mode="overwrite",
+        schema_mode="overwrite",
+        partition_by=list(s.partition_by) or None,
+        storage_options=storage_options,
+        commit_properties=CommitProperties(
+            custom_metadata={"crucible.migration": "lake format 1 -> 2: checks[].stage"}
+        ),
+    )
+    return written
+
+
+def _with_stages(
+    batch: pa.RecordBatch, schema: pa.Schema, memo: dict[tuple[str, str], str]
+) -> pa.RecordBatch:
+    checks = batch.column("checks")
+    offsets = np.asarray(checks.offsets, dtype=np.int64)  # a sliced list keeps its base
+    start = int(offsets[0])
+    values = checks.values.slice(start, int(offsets[-1]) - start)
+    owner = np.repeat(np.arange(len(checks)), np.diff(offsets))
+    domains = batch.column("domain").take(pa.array(owner)).to_pylist()
+    old = dict(zip([f.name for f in values.type], values.flatten(), strict=True))
+    stages = []
+    for key in zip(domains, old["name"].to_pylist(), strict=True):
+        if key not in memo:
+            memo[key] = _stage(*key)
+        stages.append(memo[key])
+    fields = []
+    for f in CHECK_TYPE:
+        if f.name == "stage":
+            fields.append(pa.array(stages, pa.string()))
+        elif f.name in old:
+            fields.append(old[f.name].cast(f.type))
+        else:
+            fields.append(pa.nulls(len(values), f.type))
+    structs = pa.StructArray.from_arrays(fields, fields=list(CHECK_TYPE), mask=values.is_null())
+    lists = pa.ListArray.from_arrays(
+        pa.array(offsets - start, pa.int32()), structs, mask=checks.is_null()
+    )
+    columns = [lists if f.name == "checks" else batch.column(f.name).cast(f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _is_absent(path: Path) -> bool:

@@ -1,10 +1,10 @@
 """Start Ray locally with the node resources this machine's tools support, or connect to
 an existing cluster (`RAY_ADDRESS`) with no code change.
 
-Node resources name what a node can verify: `eda` (Verilog simulators, synthesis),
-`emulator`, `cad`, `GPU`, `NPU`, `cpu`. An actor asking for a resource no node has stays
-pending forever in Ray, so callers check `slots` first and report the work as
-`infra_error` at once.
+Node resources name what a node can verify: each domain's descriptor names its resource
+and the tools and Python modules a node needs to offer it (`verifiers.domain`); `GPU` and
+`cpu` are Ray's own. An actor asking for a resource no node has stays pending forever in
+Ray, so callers check `slots` first and report the work as `infra_error` at once.
 """
 
 from __future__ import annotations
@@ -18,16 +18,9 @@ from pathlib import Path
 
 import ray
 
-log = logging.getLogger(__name__)
+from verifiers import domain as domains
 
-# resource -> binaries that must all be on PATH for a local node to declare it
-RESOURCE_TOOLS: dict[str, tuple[str, ...]] = {
-    "eda": ("iverilog", "vvp", "verilator_bin", "yosys", "yosys-abc", "bwrap"),
-    "emulator": ("qemu-system-arm", "arm-none-eabi-gcc", "bwrap"),
-    "cad": ("bwrap",),
-}
-# resource -> Python packages it needs besides (importable in this interpreter)
-RESOURCE_MODULES: dict[str, tuple[str, ...]] = {"cad": ("cadquery",)}
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -39,15 +32,22 @@ class ClusterSettings:
 
 
 def local_resources(num_cpus: int) -> dict[str, float]:
-    """Custom resources for this machine: one slot per core for each toolchain present."""
+    """Custom resources for this machine: one slot per core for each toolchain resource
+    that some domain using it can run here (all of that domain's tools on PATH and its
+    Python modules importable). Ray's own resources (`cpu`, `GPU`) are Ray's to count."""
     res = {}
-    for name, tools in RESOURCE_TOOLS.items():
-        modules = RESOURCE_MODULES.get(name, ())
-        if all(shutil.which(t) for t in tools) and all(
-            importlib.util.find_spec(m) is not None for m in modules
-        ):
+    for name, users in domains.by_resource().items():
+        if name in RAY_NATIVE:
+            continue
+        if any(_runs_here(d) for d in users):
             res[name] = float(num_cpus)
     return res
+
+
+def _runs_here(d: domains.Domain) -> bool:
+    return all(shutil.which(t) for t in d.tools) and all(
+        importlib.util.find_spec(m) is not None for m in d.modules
+    )
 
 
 def start(settings: ClusterSettings) -> dict[str, float]:
@@ -86,13 +86,20 @@ def slots(resource: str) -> int:
     return int(ray.cluster_resources().get(RAY_NATIVE.get(resource, resource), 0))
 
 
+def per_core(resource: str) -> bool:
+    """Whether one unit of `resource` is one core (a toolchain slot, a `cpu` actor), not
+    a device (a GPU): such an actor runs one warm worker, not one per core."""
+    return resource != "GPU"
+
+
 def actor_options(resource: str) -> dict:
     """Ray options that pin an actor to a node offering `resource`.
 
-    A toolchain resource (`eda`, `cad`, ...) already counts one slot per core of its node,
-    so its actors take no `CPU` besides: a stage keeps each domain's actors warm across
-    repair rounds, and with a CPU each the first domain's actors would hold every core
-    while the next domain's waited for one forever (seen: rtl then cad on 2 cores)."""
+    A toolchain resource (any resource a descriptor names that is not Ray's own) already
+    counts one slot per core of its node, so its actors take no `CPU` besides: a stage
+    keeps each domain's actors warm across repair rounds, and with a CPU each the first
+    domain's actors would hold every core while the next domain's waited for one forever
+    (seen: two toolchain domains, one after the other, on 2 cores)."""
     if resource == "GPU":
         return {"num_gpus": 1, "num_cpus": 1}
     if resource == "cpu":

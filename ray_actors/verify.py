@@ -6,26 +6,31 @@ a verification ~15-200 ms: batches keep the overhead out of sight).
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import ray
 from ray.util import ActorPool
 
 from ray_actors import cluster
+from verifiers import domain as domains
 from verifiers.base import infra_verdict
 from verifiers.contract import Candidate, Limits, Task, Verdict, content_id
 from verifiers.registry import get_verifier
+from verifiers.settings import settings_class
 
 log = logging.getLogger(__name__)
 
 
 class VerifierWorker:
-    """Verifies batches of candidates for one domain. Plain class; see `make_pool`."""
+    """Verifies batches of candidates for one domain. Plain class; see `make_pool`.
 
-    def __init__(self, domain: str, limits: dict):
-        self.verifier = get_verifier(domain)
+    `settings` is the verifier's settings dict (`verifiers.settings`), as `crucible
+    verify --settings` and `python -m verifiers.<domain> --settings` take it."""
+
+    def __init__(self, domain: str, limits: dict, settings: dict | None = None):
+        self.verifier = get_verifier(domain, settings)
         self.limits = Limits.from_dict(limits)
         self.tasks: dict[str, Task] = {}
 
@@ -60,18 +65,30 @@ class PoolSettings:
     batch_size: int = 8
 
 
-# The CPU fallback's actors: one warm runner process each (the kernel verifier's default
-# is two per actor on CPU; the actors already take one core each).
-FALLBACK_ENV = {"CRUCIBLE_KERNEL_WORKERS": "1"}
-# A `cad` actor takes one slot (a core): one warm CAD worker each, not one per core.
-RESOURCE_ENV = {"cad": {"CRUCIBLE_CAD_WORKERS": "1"}}
+def actor_settings(domain: str, resource: str, given: Mapping[str, Any] | None) -> dict:
+    """The verifier settings an actor on `resource` is built with: `given`, plus
+    `workers=1` where the domain's verifier keeps warm workers (`VerifierSettings`'
+    convention) and one actor holds one core (a toolchain slot, a `cpu` actor of a CPU
+    fallback): the actors already spread over the cores, so each runs one warm worker,
+    not one per core. A `workers` the caller gave wins."""
+    out = dict(given or {})
+    counts_workers = "workers" in settings_class(domain).field_names()
+    if counts_workers and cluster.per_core(resource) and out.get("workers") is None:
+        out["workers"] = 1
+    return out
 
 
-def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[ActorPool, int]:
-    verifier = get_verifier(domain)
+def make_pool(
+    domain: str,
+    limits: Limits,
+    settings: PoolSettings,
+    verifier_settings: Mapping[str, Any] | None = None,
+) -> tuple[ActorPool, int]:
+    """Actors for `domain` on the nodes offering its resource; `verifier_settings` is the
+    dict each actor's verifier is built with (see `actor_settings`)."""
+    verifier = get_verifier(domain, verifier_settings)
     resource = verifier.resource
     available = cluster.slots(resource)
-    extra: dict = {}
     if available <= 0 and resource != "cpu" and getattr(verifier, "cpu_fallback", False):
         available = cluster.slots("cpu")
         if available > 0:
@@ -84,18 +101,14 @@ def make_pool(domain: str, limits: Limits, settings: PoolSettings) -> tuple[Acto
                 resource,
             )
             resource = "cpu"
-            env = {k: os.environ.get(k, v) for k, v in FALLBACK_ENV.items()}
-            extra["runtime_env"] = {"env_vars": env}
     if available <= 0:
         raise NoNodeForResource(domain, verifier.resource)
-    if resource in RESOURCE_ENV:
-        env = {k: os.environ.get(k, v) for k, v in RESOURCE_ENV[resource].items()}
-        extra["runtime_env"] = {"env_vars": env}
     n = min(settings.workers or available, available)
     actor_cls = ray.remote(VerifierWorker).options(
-        **cluster.actor_options(resource), **extra, max_restarts=2, max_task_retries=2
+        **cluster.actor_options(resource), max_restarts=2, max_task_retries=2
     )
-    actors = [actor_cls.remote(domain, limits.to_dict()) for _ in range(n)]
+    chosen = actor_settings(domain, resource, verifier_settings)
+    actors = [actor_cls.remote(domain, limits.to_dict(), chosen) for _ in range(n)]
     # Each actor appears twice, so a second batch already waits in its queue while the
     # driver takes in the first one's verdicts (an actor runs one call at a time): the
     # actors never idle on the driver's lake writes.
@@ -119,7 +132,7 @@ class NoNodeForResource(RuntimeError):
         self.domain, self.resource = domain, resource
         super().__init__(
             f"no Ray node offers the `{resource}` resource the {domain} verifier needs: "
-            f"install its toolchain (bash infra/install-toolchains.sh {domain}) or start a "
+            f"install its toolchain ({domains.get(domain).install}) or start a "
             f"node with `ray start --resources='{{\"{resource}\": 4}}'`"
         )
 
@@ -144,23 +157,25 @@ def verify_candidates(
     settings: PoolSettings,
     on_batch: Callable[[list[Verdict]], None] | None = None,
     pools: dict[str, tuple[ActorPool, int]] | None = None,
+    verifier_settings: Mapping[str, Any] | None = None,
 ) -> Iterator[Verdict]:
     """Verify on the cluster, yielding verdicts as batches finish (order not kept).
 
     `pools`, when given, keeps the domain's actors for the next call (a stage run that
     verifies several times, like repair rounds, starts its actors once); the actors live
-    as long as the caller holds the dict.
+    as long as the caller holds the dict. `verifier_settings`: the settings dict of the
+    domain's verifier (`verifiers.settings`).
     """
     if not candidates:
         return
-    verifier = get_verifier(domain)
+    verifier = get_verifier(domain, verifier_settings)
     try:
         if pools is not None and domain in pools:
             pool, n = pools[domain]
         else:
             if pools is not None:
                 _release_natives(pools)
-            pool, n = make_pool(domain, limits, settings)
+            pool, n = make_pool(domain, limits, settings, verifier_settings)
             if pools is not None:
                 pools[domain] = (pool, n)
     except NoNodeForResource as e:

@@ -2,10 +2,11 @@
 -- (current outcome a failure of the candidate, never infra_error, not contaminated),
 -- only for tasks that have both. A rejected candidate need not be a keeper: a near copy
 -- of the reference that fails is the most informative negative there is.
--- `compiled`: the verdict has a `compile` check that let it through (for CAD, `build`: the
--- script ran and built a shape). Without
--- $other_failures only those are rejected candidates; `functional` ranks the failures
--- that compiled and then computed the wrong thing first.
+-- `compiled`: the verdict has at least one `build`-stage check and every `build`-stage
+-- check in it let the candidate through (stages come from the domain's descriptor, never
+-- a gate's name; the base's `format` gate is one). Without $other_failures only those are
+-- rejected candidates; `functional` ranks the failures that compiled and then computed
+-- the wrong thing first.
 WITH pool AS (
     SELECT
         CASE WHEN v.status = 'pass' THEN 'chosen' ELSE 'rejected' END AS role,
@@ -22,7 +23,8 @@ WITH pool AS (
         v.toolchain,
         v.status,
         v.category,
-        len(list_filter(v.checks, lambda ch: ch.name IN ('compile', 'build') AND ch.ok)) > 0
+        len(list_filter(v.checks, lambda ch: ch.stage = 'build')) > 0
+            AND len(list_filter(v.checks, lambda ch: ch.stage = 'build' AND ch.ok IS NOT TRUE)) = 0
             AS compiled,
         v.status = 'wrong_answer' OR v.category = 'functional' AS functional
     FROM candidates AS c

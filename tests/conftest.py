@@ -24,8 +24,9 @@ os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="crucible-test-prefect-"))
 # a busy CI machine can take longer than Prefect's 20 s to start its ephemeral server
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-# kernel verifiers: a private compile cache per test session, and never a GPU path in tests
-os.environ.setdefault("CRUCIBLE_KERNEL_CACHE", tempfile.mkdtemp(prefix="crucible-test-kcache-"))
+# kernel verifiers: a private compile cache per test session (the nvcc cache's default,
+# KernelSettings.cache_dir unset, is under XDG_CACHE_HOME), and never a GPU path in tests
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="crucible-test-cache-")
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="crucible-test-triton-"))
 
 

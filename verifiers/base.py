@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +24,8 @@ from verifiers import domain as domain_registry
 from verifiers.contract import Artifact, Check, Limits, Status, Task, Verdict, content_id
 from verifiers.domain import FORMAT_GATE
 from verifiers.feedback import trim
-from verifiers.sandbox import RunResult, Sandbox, SandboxUnavailable
+from verifiers.sandbox import MachineFault, RunResult, Sandbox, SandboxUnavailable
+from verifiers.settings import VerifierSettings, settings_for
 from verifiers.taxonomy import category_of
 
 log = logging.getLogger(__name__)
@@ -76,11 +78,16 @@ LIMIT_STATUS = {
     "cpu_limit": (Status.RESOURCE_LIMIT, "cpu_limit"),
     "file_size_limit": (Status.RESOURCE_LIMIT, "file_size_limit"),
     "memory_limit": (Status.RESOURCE_LIMIT, "memory_limit"),
+    # the machine's, never the candidate's (`verifiers.sandbox.Stop`): retried
+    "machine_slow": (Status.INFRA_ERROR, "machine_slow"),
+    "killed_externally": (Status.INFRA_ERROR, "killed_externally"),
 }
 
 
 def fail_on_limit(res: RunResult, what: str, timeout_code: str = "tool_timeout") -> None:
     """Raise the right GateFail if a sandbox limit ended the run."""
+    if fault := res.machine_fault(what):
+        raise GateFail(Status.INFRA_ERROR, fault.code, fault.detail)
     hit = res.limit_hit
     if hit is None:
         return
@@ -88,6 +95,8 @@ def fail_on_limit(res: RunResult, what: str, timeout_code: str = "tool_timeout")
     if hit == "timeout":
         code = timeout_code
     detail = f"{what}: stopped by the {hit.replace('_', ' ')} after {res.seconds:.2f}s"
+    if hit in ("timeout", "cpu_limit") and res.stop is not None:
+        detail += f" ({res.stop.describe()})"
     output = trim(res.stdout + res.stderr, 800)
     raise GateFail(status, code, detail, feedback=f"{detail}\n{output}")
 
@@ -132,9 +141,16 @@ class Context:
     gate_seconds: dict[str, float] = field(default_factory=dict)
 
     def run(
-        self, argv: list[str], *, timeout_s: float | None = None, cpu_s: int | None = None
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float | None = None,
+        cpu_s: int | None = None,
+        self_signal: bool = False,
     ) -> RunResult:
-        res = self.sandbox.run(argv, self.workdir, timeout_s=timeout_s, cpu_s=cpu_s)
+        res = self.sandbox.run(
+            argv, self.workdir, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal
+        )
         self.tool_seconds += res.seconds
         if self.trace is not None:
             self.trace.append(
@@ -155,6 +171,10 @@ class Context:
                 "sandbox_unavailable",
                 f"{argv[0]} could not run in the sandbox: {fault}",
             )
+        # the machine ended it (slow, or a kill from outside): infra, whatever the gate
+        # would have made of the run (a formal `unknown`, a lint note, a timeout)
+        if machine := res.machine_fault(argv[0]):
+            raise GateFail(Status.INFRA_ERROR, machine.code, machine.detail)
         return res
 
 
@@ -172,7 +192,16 @@ class Verifier:
     # never stands for a full one (the candidate stays pending for the full verdict)
     partial_versions: ClassVar[bool] = False
 
-    def __init__(self, keep_workdirs: Path | None = None) -> None:
+    def __init__(
+        self,
+        keep_workdirs: Path | None = None,
+        *,
+        settings: VerifierSettings | Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> None:
+        # The domain's settings (`Domain.settings`): this object or its dict, plus any
+        # field given by name (`CudaVerifier(workers=1)`); unknown keys are refused.
+        self.settings = settings_for(getattr(self, "domain", ""), settings, **overrides)
         self._toolchain: dict[str, str] | None = None
         # Debugging and benchmarks: keep each candidate's work dir under this root and
         # record every tool run (argv, seconds) in `self.trace`.
@@ -301,6 +330,9 @@ class Verifier:
             except SandboxUnavailable as e:
                 checks.append(self._check(gate, False, self._seconds(ctx, gate, t0), str(e)))
                 raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
+            except MachineFault as e:  # a tool run or warm job the machine ended
+                checks.append(self._check(gate, False, self._seconds(ctx, gate, t0), e.detail))
+                raise GateFail(Status.INFRA_ERROR, e.code, e.detail) from None
             checks.append(self._check(gate, True, self._seconds(ctx, gate, t0), detail or ""))
 
     def stage_of(self, gate: str) -> str:
@@ -339,6 +371,8 @@ class Verifier:
             metrics.update(outcome.metrics)
         if ctx:
             metrics["tool_seconds"] = round(ctx.tool_seconds, 4)
+        if recorded := self.settings.recorded():  # what differs from the defaults
+            metrics["settings"] = recorded
         return Verdict(
             candidate_id=candidate_id,
             task_id=task.task_id,

@@ -6,39 +6,20 @@ task never reaches the lake. The field rules are tables (data), checked in one p
 
 from __future__ import annotations
 
-import ast
 import tomllib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from verifiers.contract import DOMAINS, SPLITS, Task
-
-
-class TaskSpecError(ValueError):
-    """A task spec that cannot be loaded: where, which field, what was expected."""
-
-    def __init__(self, path: Path | str, field: str, expected: str, got: Any = None):
-        self.path, self.field, self.expected, self.got = str(path), field, expected, got
-        msg = f"{path}: field `{field}`: expected {expected}"
-        if got is not None:
-            msg += f", got {_show(got)}"
-        super().__init__(msg)
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    kind: type | tuple[type, ...]
-    expected: str
-    required: bool = True
-    check: Callable[[Any], bool] | None = None
+from verifiers import domain as all_domains
+from verifiers.contract import SPLITS, Task
+from verifiers.specfields import (  # noqa: F401 (re-exported: loaders and callers use them)
+    Field,
+    TaskSpecError,
+    check_fields,
+    parse_python,
+    read_task_file,
+)
 
 
 def _nonempty(v: Any) -> bool:
@@ -58,62 +39,19 @@ TOP_FIELDS = (
 )
 
 
-def check_fields(path: Path, table: dict, fields: Iterable[Field], prefix: str = "") -> None:
-    for f in fields:
-        key = prefix + f.name
-        if f.name not in table:
-            if f.required:
-                raise TaskSpecError(path, key, f"{f.expected} (missing)")
-            continue
-        value = table[f.name]
-        # bool is an int in Python; a level of `true` is still a wrong type.
-        wrong_type = not isinstance(value, f.kind) or (
-            isinstance(value, bool) and f.kind in (int, float, (int, float))
-        )
-        if wrong_type or (f.check is not None and not f.check(value)):
-            raise TaskSpecError(path, key, f.expected, value)
-
-
-# Domain hooks: turn the parsed toml (already checked for the common fields) into the
-# domain-specific parts of a Task: (interface, harness, reference). Imported lazily so
-# loading one domain's catalog does not need another domain's tools.
-def _rtl_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
-    from verifiers.rtl.spec import load_rtl_spec
-
-    return load_rtl_spec(toml_path, spec)
-
-
-def _kernel_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
-    from verifiers.kernels.spec import load_kernel_spec
-
-    return load_kernel_spec(toml_path, spec)
-
-
-def _cad_hook(toml_path: Path, spec: dict) -> tuple[dict, dict, str | None]:
-    from verifiers.cad.spec import load_cad_spec
-
-    return load_cad_spec(toml_path, spec)
-
-
-DOMAIN_HOOKS: dict[str, Callable[[Path, dict], tuple[dict, dict, str | None]]] = {
-    "rtl": _rtl_hook,
-    "cuda": _kernel_hook,
-    "triton": _kernel_hook,
-    "cad": _cad_hook,
-}
-
-
 def load_task(task_dir: Path | str, domain: str | None = None) -> Task:
     task_dir = Path(task_dir)
     toml_path = task_dir / "task.toml"
     domain = domain or task_dir.parent.name
-    if domain not in DOMAINS:
+    try:
+        desc = all_domains.get(domain)
+    except all_domains.UnknownDomain:
         raise TaskSpecError(
             toml_path,
             "domain",
-            f"a task under tasks/<domain>/ with domain one of {', '.join(DOMAINS)}",
+            f"a task under tasks/<domain>/ with domain one of {', '.join(all_domains.names())}",
             domain,
-        )
+        ) from None
     if not toml_path.is_file():
         raise TaskSpecError(toml_path, "task.toml", "a task.toml file in the task directory")
     try:
@@ -129,15 +67,10 @@ def load_task(task_dir: Path | str, domain: str | None = None) -> Task:
         raise TaskSpecError(
             toml_path, "domain", f"{domain!r} (the catalog folder)", spec.get("domain")
         )
-    hook = DOMAIN_HOOKS.get(domain)
-    if hook is None:
-        raise TaskSpecError(
-            toml_path,
-            "domain",
-            f"a domain with a catalog loader ({', '.join(DOMAIN_HOOKS)})",
-            domain,
-        )
-    interface, harness, reference = hook(toml_path, spec)
+    # the domain's own loader, imported on first use: loading one domain's catalog never
+    # needs another domain's tools
+    loader = all_domains.load_dotted(desc.spec_loader)
+    interface, harness, reference = loader(toml_path, spec)
     return Task(
         name=spec["name"],
         domain=domain,
@@ -164,7 +97,7 @@ def load_catalog(
         )
     wanted = set(names) if names is not None else None
     tasks, errors = [], []
-    for domain in sorted(domains or DOMAINS):
+    for domain in sorted(domains or all_domains.names()):
         ddir = root / domain
         if not ddir.is_dir():
             continue
@@ -176,26 +109,3 @@ def load_catalog(
             except TaskSpecError as e:
                 errors.append(e)
     return tasks, errors
-
-
-def parse_python(source: str, where: Path | str, field: str) -> ast.Module:
-    """The module's syntax tree, or a TaskSpecError naming the field, line and message."""
-    try:
-        return ast.parse(source)
-    except SyntaxError as e:
-        raise TaskSpecError(where, field, f"valid Python ({e.msg}, line {e.lineno})") from None
-
-
-def read_task_file(toml_path: Path, field: str, relname: Any) -> str:
-    """A file a task.toml field names, relative to the task directory."""
-    if not isinstance(relname, str) or not relname.strip():
-        raise TaskSpecError(toml_path, field, "a file name relative to the task directory", relname)
-    path = (toml_path.parent / relname).resolve()
-    if toml_path.parent.resolve() not in path.parents:
-        raise TaskSpecError(toml_path, field, "a file inside the task directory", relname)
-    if not path.is_file():
-        raise TaskSpecError(toml_path, field, f"an existing file ({path} not found)", relname)
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise TaskSpecError(toml_path, field, "a UTF-8 text file", relname) from None

@@ -209,6 +209,16 @@ def _ensure_loaded() -> None:
         _add(found, overwrite=False, origin=f"entry point {ep.value}")
 
 
+def reload() -> None:
+    """Read the built-ins and the entry points again (after a package was installed, or
+    to drop what a test registered)."""
+    global _loaded
+    with _lock:
+        _domains.clear()
+        _loaded = False
+        _ensure_loaded()
+
+
 def _entry_points() -> list:
     from importlib.metadata import entry_points
 

@@ -96,6 +96,14 @@ CODES: dict[str, tuple[str, str]] = {
     "tool_crash": (INFRA, "a tool crashed on input it should handle"),
     "harness_error": (INFRA, "the task's own harness is broken"),
     "no_gpu": (INFRA, "a gate needs a GPU and this node has none"),
+    "machine_slow": (
+        INFRA,
+        "stopped by the wall clock with its CPU time under budget: the machine was slow",
+    ),
+    "killed_externally": (
+        INFRA,
+        "killed by a signal it did not cause (the OOM killer, a kill from outside)",
+    ),
 }
 
 

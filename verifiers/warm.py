@@ -7,6 +7,11 @@ GUEST_WORK), or with rlimits only when the caller opted out explicitly
 of their own, which the candidate's prints cannot reach (they go to a capped log). A job
 that runs past its deadline kills the worker's whole process group. A domain subclasses
 `Worker` with the command that starts its server (`command()`).
+
+Machine or candidate: the host measures the worker's process tree over each job (CPU and
+CPU wait, `verifiers.sandbox.tree_snapshot`) and judges a job that ran past its deadline,
+or a worker that died, by the sandbox's one rule (`Stop`): `MachineFault` where the
+machine did it (slow, the OOM killer), `JobTimeout` / `WorkerDied` where the candidate did.
 """
 
 from __future__ import annotations
@@ -36,9 +41,13 @@ from verifiers.sandbox import (
     UID_SLOTS,
     Confinement,
     Sandbox,
+    Stop,
+    TreeSnapshot,
     confined_argv,
     limits_shell,
+    oom_kills,
     sandbox_uid,
+    tree_snapshot,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +107,20 @@ class WorkerStartError(WorkerDied):
 
 
 class JobTimeout(RuntimeError):
-    pass
+    """A job ran past its deadline and the candidate did it (`stop` says what the host
+    measured); one the machine did is a `MachineFault` instead."""
+
+    stop: Stop | None = None
+
+
+@dataclass(frozen=True)
+class _JobStart:
+    """The worker's tree as a job began: what its deadline or death is measured from."""
+
+    at: float
+    tree: TreeSnapshot
+    oom_kills: int | None
+    budget_s: float
 
 
 # bwrap --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started the
@@ -165,6 +187,7 @@ class Worker:
         self._uid = self._sandbox.uid
         self.work = self.home / "w0"
         self._outs = 0
+        self._tree: tuple[int, ...] = ()  # the idle worker's processes (bwrap, pid 1, server)
         self.start()
 
     # --- what a domain supplies ---------------------------------------------------------
@@ -237,6 +260,7 @@ class Worker:
             raise WorkerStartError(str(e)) from None
         if not json.loads(ready).get("ready"):
             raise WorkerStartError(f"the worker did not start: {ready[:200]}")
+        self._tree = tree_snapshot(self.proc.pid).pids
 
     def stop(self) -> None:
         if self.proc is None:
@@ -313,45 +337,77 @@ class Worker:
         descriptor), only a regular file, at most `max_bytes`."""
         return read_beneath(self.work, self.host_path(guest), max_bytes)
 
-    def run(self, job: dict, timeout_s: float) -> dict:
+    def run(self, job: dict, timeout_s: float, cpu_s: float | None = None) -> dict:
+        """One job's result. `cpu_s`: the CPU the job may spend (its deadline, without
+        one): past the deadline, short of it and starved, the machine was slow."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         with contextlib.suppress(OSError):  # keep the candidate's prints capped
             if self.log_path.stat().st_size > LOG_CAP:
                 os.truncate(self.log_path, 0)
+        began = _JobStart(
+            time.perf_counter(),
+            tree_snapshot(self.proc.pid, self._tree),
+            oom_kills(),
+            timeout_s if cpu_s is None else cpu_s,
+        )
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied(f"the worker process exited: {self.log_tail()}") from None
-        line = self._read_line(timeout_s, "job")
+        line = self._read_line(timeout_s, "job", began)
         self.jobs_done += 1
         return json.loads(line)
 
-    def _read_line(self, timeout_s: float, what: str) -> str:
+    def _job_stop(self, began: _JobStart, *, wall_kill: bool, code: int | None = None) -> Stop:
+        """What the host measured of the job now running (before the worker is stopped)."""
+        usage = None
+        if wall_kill and self.proc is not None:
+            usage = tree_snapshot(self.proc.pid).since(began.tree)
+        now = oom_kills()
+        oom = now - began.oom_kills if now is not None and began.oom_kills is not None else None
+        # bwrap's status: 128+9 when the server (pid 1's child) was SIGKILLed, -9 itself
+        sig = signal.SIGKILL if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else None
+        wall = time.perf_counter() - began.at
+        return Stop(wall, wall_kill, usage, began.budget_s, sig, oom, self_signal=True)
+
+    def _died(self, code: int | None, began: _JobStart | None) -> Exception:
+        tail = self.log_tail()
+        if began is not None:
+            stop = self._job_stop(began, wall_kill=False, code=code)
+            if fault := stop.fault(f"the {self.prefix} worker (status {code})"):
+                return fault
+        return WorkerDied(f"the worker process exited (status {code}): {tail}")
+
+    def _read_line(self, timeout_s: float, what: str, began: _JobStart | None = None) -> str:
         deadline = time.monotonic() + timeout_s
         fd = self.results.fileno()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
+                stop = self._job_stop(began, wall_kill=True) if began else None
                 self.stop()
                 if what == "start":
                     raise WorkerDied(f"the worker did not start in {timeout_s:.0f}s")
-                raise JobTimeout(f"no result in {timeout_s:.0f}s")
+                if stop is not None and (fault := stop.fault(f"a {self.prefix} job")):
+                    raise fault
+                err = JobTimeout(f"no result in {timeout_s:.0f}s")
+                err.stop = stop
+                raise err
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
                 line = self.results.readline()
                 if not line:
                     code = self.proc.wait(timeout=10) if self.proc else None
-                    tail = self.log_tail()
+                    err = self._died(code, began)
                     self.stop()
-                    raise WorkerDied(f"the worker process exited (status {code}): {tail}")
+                    raise err
                 return line
             if self.proc.poll() is not None:
-                tail = self.log_tail()
-                code = self.proc.returncode
+                err = self._died(self.proc.returncode, began)
                 self.stop()
-                raise WorkerDied(f"the worker process exited (status {code}): {tail}")
+                raise err
 
 
 class WorkerPool:

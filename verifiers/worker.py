@@ -5,6 +5,10 @@ Limits.to_dict() (optional)}`; each output line is the `Verdict.to_dict()` of on
 line, in order. This is how a GPU, emulator or EDA node without Ray, Prefect or the lake
 runs verification: `python -m verifiers.<domain> < in.jsonl > out.jsonl`.
 
+The verifier's settings (`verifiers.settings`, the domain's settings class) come from
+`--settings JSON` and from one flag per settings field (`--workers 1`, generated from the
+class, so `--help` lists the domain's own); a flag wins over the same key in the JSON.
+
 A malformed line is reported on stderr with its line number and skipped; the rest still
 run, and the exit status is 1 if any line was skipped.
 """
@@ -14,13 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-from collections.abc import Iterable, Sequence
-from typing import IO
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
 
 from verifiers.contract import Candidate, Limits, Task, Verdict
 from verifiers.registry import close_all, verify_many
+from verifiers.settings import SettingsError, VerifierSettings, settings_class, settings_for
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,7 @@ def run(
     *,
     batch: int = 1,
     override: dict | None = None,
+    settings: VerifierSettings | Mapping[str, Any] | None = None,
 ) -> int:
     """Verify every line; returns the number of lines that gave no verdict.
 
@@ -60,7 +66,7 @@ def run(
         nonlocal bad
         if not pending:
             return
-        bad += _verify_pending(domain, pending, out, err)
+        bad += _verify_pending(domain, pending, out, err, settings)
         pending.clear()
 
     for n, raw in enumerate(lines, start=1):
@@ -83,7 +89,11 @@ def run(
 
 
 def _verify_pending(
-    domain: str, pending: list[tuple[int, Task, Candidate, Limits | None]], out, err
+    domain: str,
+    pending: list[tuple[int, Task, Candidate, Limits | None]],
+    out,
+    err,
+    settings: VerifierSettings | Mapping[str, Any] | None = None,
 ) -> int:
     bad = 0
     # one call per distinct Limits (usually one): verify_many takes a single Limits
@@ -95,7 +105,7 @@ def _verify_pending(
     for idxs in groups.values():
         items = [(pending[i][1], pending[i][2].code) for i in idxs]
         try:
-            got = verify_many(items, pending[idxs[0]][3])
+            got = verify_many(items, pending[idxs[0]][3], settings)
         except Exception as e:  # a verifier bug must not sink the rest of the batch
             log.exception("the %s verifier crashed on a batch", domain)
             got = [e] * len(idxs)
@@ -134,28 +144,31 @@ def main(domain: str, argv: Sequence[str] | None = None) -> int:
         "where bubblewrap cannot run and the node is disposable",
     )
     parser.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="warm worker processes (GPU runners, CAD workers); default: one per core / GPU",
+        "--settings",
+        metavar="JSON",
+        help="the verifier's settings as a JSON object (or a .json file); the flags "
+        "below set single keys",
     )
-    parser.add_argument(
-        "--compile-baseline",
-        action="store_true",
-        help="GPU verifiers: also time torch.compile of the reference (slow, once per task)",
-    )
+    flags = _settings_flags(parser, domain)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    if args.workers:
-        os.environ["CRUCIBLE_KERNEL_WORKERS"] = str(args.workers)
-        os.environ["CRUCIBLE_CAD_WORKERS"] = str(args.workers)
-    if args.compile_baseline:
-        os.environ["CRUCIBLE_TORCH_COMPILE_BASELINE"] = "1"
+    try:
+        settings = parse_settings(domain, args.settings, {k: getattr(args, k) for k in flags})
+    except SettingsError as e:
+        parser.error(str(e))
     override = {"unconfined": True} if args.unconfined else None
     src = open(args.input, encoding="utf-8") if args.input else sys.stdin  # noqa: SIM115
     dst = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
     try:
-        bad = run(domain, src, dst, sys.stderr, batch=max(1, args.batch), override=override)
+        bad = run(
+            domain,
+            src,
+            dst,
+            sys.stderr,
+            batch=max(1, args.batch),
+            override=override,
+            settings=settings,
+        )
     finally:
         close_all()  # warm workers and their dirs go with the process
         if args.input:
@@ -163,3 +176,41 @@ def main(domain: str, argv: Sequence[str] | None = None) -> int:
         if args.out:
             dst.close()
     return 1 if bad else 0
+
+
+def _settings_flags(parser: argparse.ArgumentParser, domain: str) -> list[str]:
+    """One flag per field of the domain's settings class; the attribute names parsed."""
+    cls = settings_class(domain)
+    fields = cls.describe()
+    if not fields:
+        return []
+    group = parser.add_argument_group(f"{domain} verifier settings (override --settings)")
+    for name, kind, default, text in fields:
+        flag = "--" + name.replace("_", "-")
+        shown = f" [default: {json.dumps(default)}]" if default not in (None, False) else ""
+        if kind is bool:
+            # --name / --no-name; absent: not given (the JSON's value or the default)
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=text + shown
+            )
+        else:
+            group.add_argument(flag, type=kind, default=None, help=text + shown)
+    return [name for name, *_ in fields]
+
+
+def parse_settings(
+    domain: str, text: str | None, flags: Mapping[str, Any] | None = None
+) -> VerifierSettings:
+    """The domain's settings from `--settings` (JSON text or a .json file) and the flags
+    given (None: not given); unknown keys and wrong types raise SettingsError."""
+    given: Any = {}
+    if text:
+        try:
+            raw = Path(text).read_text(encoding="utf-8") if text.endswith(".json") else text
+            given = json.loads(raw)
+        except (OSError, ValueError) as e:
+            raise SettingsError(f"--settings: not JSON or a readable .json file: {e}") from None
+        if not isinstance(given, dict):
+            raise SettingsError("--settings must be a JSON object")
+    given = {**given, **{k: v for k, v in (flags or {}).items() if v is not None}}
+    return settings_for(domain, given)

@@ -1,8 +1,9 @@
 """Offline generators: the reference, rewrites of it, and mutations, per domain; and the
 offline repair (reconstruction from the nearest verified variant).
 
-Domains map to dotted paths imported on first use (as `verifiers.registry` does), so
-importing this package costs nothing for domains a stage does not touch.
+A domain's descriptor names its generator (`Domain.perturb`, a dotted path imported on
+first use, as the verifier registry does), so importing this package costs nothing for
+domains a stage does not touch, and a new domain needs no line here.
 """
 
 from __future__ import annotations
@@ -10,35 +11,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from generators.base import Generator, RepairRequest
+from verifiers import domain as domain_registry
 from verifiers.contract import Candidate, Task
-from verifiers.registry import load_dotted
-
-_REGISTRY: dict[str, str] = {
-    "rtl": "generators.perturb.rtl:RtlPerturbGenerator",
-    "cuda": "generators.perturb.kernels:CudaPerturbGenerator",
-    "triton": "generators.perturb.kernels:TritonPerturbGenerator",
-    "cad": "generators.perturb.cad:CadPerturbGenerator",
-}
-
-
-def register(domain: str, dotted: str, *, overwrite: bool = False) -> None:
-    if domain in _REGISTRY and not overwrite and _REGISTRY[domain] != dotted:
-        raise ValueError(f"domain {domain!r} already has a perturb generator: {_REGISTRY[domain]}")
-    _REGISTRY[domain] = dotted
+from verifiers.domain import load_dotted
 
 
 def known_domains() -> list[str]:
-    return sorted(_REGISTRY)
+    """The domains whose descriptor names a perturb generator, sorted."""
+    return [name for name, d in domain_registry.domains().items() if d.perturb]
 
 
 def generator_for(domain: str) -> Generator:
     """A fresh generator (its `stats` start at zero) for `domain`'s tasks."""
     try:
-        dotted = _REGISTRY[domain]
-    except KeyError:
+        dotted = domain_registry.get(domain).perturb
+    except domain_registry.UnknownDomain as e:
+        raise ValueError(f"no perturb generator for domain {domain!r}: {e}") from None
+    if not dotted:
         raise ValueError(
-            f"no perturb generator for domain {domain!r}; known: {', '.join(known_domains())}"
-        ) from None
+            f"no perturb generator for domain {domain!r}: its descriptor declares none "
+            f"(Domain.perturb); domains with one: {', '.join(known_domains())}"
+        )
     cls = load_dotted(dotted)
     return cls()
 

@@ -146,3 +146,193 @@ def test_a_lake_with_a_deleted_data_file_is_refused_until_repair(tmp_path):
     assert res.exit_code == 0 and "1 data file(s) dropped" in res.output, res.output
     res = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM candidates", "--lake", str(lake)])
     assert res.exit_code == 0, res.output
+
+
+# --- one options model, settings as arguments ---------------------------------------------
+
+
+class _Captured(Exception):
+    """Stops a command once it has built its settings (nothing runs)."""
+
+
+def _capture_pipeline(monkeypatch) -> list:
+    """Patch the pipeline flow: `run` and `serve` hand it their PipelineSettings."""
+    import flows.pipeline
+
+    seen: list = []
+
+    class Flow:
+        def __call__(self, settings):
+            seen.append(settings)
+            raise _Captured
+
+        def serve(self, *, name, cron, parameters):
+            seen.append(parameters["settings"])
+
+    monkeypatch.setattr(flows.pipeline, "pipeline_flow", Flow())
+    return seen
+
+
+def _built(monkeypatch, command: str, args: list[str]):
+    seen = _capture_pipeline(monkeypatch)
+    res = runner.invoke(app, [command, *args])
+    assert seen, res.output
+    return seen[-1]
+
+
+def test_run_and_serve_share_one_options_model_and_its_defaults(monkeypatch, tmp_path):
+    from flows.options import RunOptions
+
+    lake = ["--lake", str(tmp_path / "lake")]
+    assert _built(monkeypatch, "run", lake) == _built(monkeypatch, "serve", lake)
+    assert (
+        _built(monkeypatch, "run", lake) == RunOptions(lake=tmp_path / "lake").pipeline_settings()
+    )
+    many = [*lake, "--workers", "3", "--batch-size", "2", "--seed", "7", "--commit-every", "9",
+            "--fast", "--unconfined", "--repair-rounds", "1", "--domain", "cad",
+            "--verifier-settings", '{"cad": {"workers": 2}}']  # fmt: skip
+    run_s, serve_s = _built(monkeypatch, "run", many), _built(monkeypatch, "serve", many)
+    assert run_s == serve_s
+    assert (run_s.pool.workers, run_s.pool.batch_size, run_s.seed, run_s.verdict_batch) == (
+        3, 2, 7, 9,
+    )  # fmt: skip
+    assert run_s.fast and run_s.limits.unconfined and run_s.domains == ("cad",)
+    assert run_s.verifier_settings == {"cad": {"workers": 2}}
+    assert run_s.to_params()["verifier_settings"] == {"cad": {"workers": 2}}
+
+
+def test_run_defaults_to_the_registry_default_domains(monkeypatch, tmp_path):
+    from verifiers import domain as domains
+
+    s = _built(monkeypatch, "run", ["--lake", str(tmp_path / "lake")])
+    assert s.domains == domains.default_run() and s.domains
+    from flows.stages import PipelineSettings
+
+    assert PipelineSettings().domains == domains.default_run()
+
+
+def test_fast_runs_each_domains_own_fast_gates(monkeypatch, tmp_path):
+    from verifiers import domain as domains
+
+    lake = ["--lake", str(tmp_path / "lake")]
+    names = [a for n in domains.names() for a in ("--domain", n)]
+    s = _built(monkeypatch, "run", [*lake, *names, "--fast"])
+    for name, d in domains.domains().items():
+        assert s.limits_for(name).gates == d.fast_gates, name
+    assert s.limits_for("rtl").gates == ("compile", "simulate")
+    assert s.limits_for("cad").gates == ("build",)
+    assert _built(monkeypatch, "run", [*lake, *names, "--sim-only"]) == s  # the old name
+    plain = _built(monkeypatch, "run", [*lake, *names])
+    assert all(plain.limits_for(n).gates is None for n in domains.names())
+
+
+def test_verify_fast_runs_the_tasks_domains_fast_gates(tmp_path):
+    ref = CATALOG / "rtl" / "mux4" / "ref.sv"
+    res = runner.invoke(app, ["verify", "--task", "mux4", str(ref), "--json", "--fast"])
+    assert res.exit_code == 0, res.output
+    v = json.loads(res.stdout)
+    ran = [c["name"] for c in v["checks"]]
+    assert ran == ["format", "static", "compile", "simulate"]  # static runs always
+    res = runner.invoke(app, ["verify", "--task", "mux4", str(ref), "--fast", "--gates", "lint"])
+    assert res.exit_code == 2 and "not both" in res.output
+
+
+def test_an_unknown_domain_is_refused_naming_the_known_ones(tmp_path):
+    from verifiers import domain as domains
+
+    known = ", ".join(domains.names())
+    lake = ["--lake", str(tmp_path / "lake")]
+    for args in (["run", "--domain", "typo", *lake], ["serve", "--domain", "typo", *lake],
+                 ["dedup", "--domain", "typo", *lake], ["pending", "--domain", "typo", *lake],
+                 ["tasks", "--domain", "typo"],
+                 ["run", "--verifier-settings", '{"typo": {}}', *lake]):  # fmt: skip
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        text = " ".join(res.output.replace("│", " ").split())
+        assert f"unknown domain 'typo'; known domains: {known}" in text, (args, res.output)
+    assert not (tmp_path / "lake").exists()
+
+
+def test_bad_verifier_settings_are_refused_before_any_work(tmp_path):
+    lake = tmp_path / "lake"
+    cases = [
+        (["run", "--verifier-settings", '{"cad": {"worker": 2}}'], "worker (known: workers)"),
+        (["run", "--verifier-settings", '{"rtl": {"workers": 2}}'], "takes no settings"),
+        (["serve", "--verifier-settings", "[1]"], '{"<domain>": {"<key>": value}}'),
+    ]
+    for args, message in cases:
+        res = runner.invoke(app, [*args, "--lake", str(lake)])
+        assert res.exit_code == 2, (args, res.output)
+        assert message in " ".join(res.output.replace("│", " ").split()), (args, res.output)
+    ref = CATALOG / "rtl" / "mux4" / "ref.sv"
+    res = runner.invoke(app, ["verify", "--task", "mux4", str(ref), "--settings", '{"x": 1}'])
+    assert res.exit_code == 2 and "takes no settings" in res.output
+
+
+def test_cli_worker_and_actor_build_the_verifier_with_the_same_settings(monkeypatch, tmp_path):
+    """One settings JSON through `crucible verify --settings`, `python -m verifiers.cad
+    --settings` (and its flags), `crucible run --verifier-settings` and the Ray actor: the
+    same verifier settings each time."""
+    import verifiers.registry
+    import verifiers.worker
+    from flows.stages import verifier_of
+    from ray_actors.verify import VerifierWorker
+    from verifiers.cad.domain import CadSettings
+    from verifiers.contract import Limits
+    from verifiers.registry import get_verifier
+
+    want = CadSettings(workers=2)
+    cad_task = next(p for p in sorted((CATALOG / "cad").iterdir()) if (p / "task.toml").exists())
+    got: dict[str, object] = {}
+
+    def fake_verify(task, code, limits=None, settings=None):
+        got["cli"] = get_verifier(task.domain, settings).settings
+        raise _Captured
+
+    monkeypatch.setattr(verifiers.registry, "verify", fake_verify)
+    src = tmp_path / "part.py"
+    src.write_text("result = None\n")
+    runner.invoke(
+        app, ["verify", "--task", cad_task.name, str(src), "--settings", '{"workers": 2}']
+    )
+
+    def fake_run(domain, src, dst, err, *, batch, override, settings):
+        got.setdefault("worker", []).append(get_verifier(domain, settings).settings)
+        return 0
+
+    monkeypatch.setattr(verifiers.worker, "run", fake_run)
+    empty = tmp_path / "in.jsonl"
+    empty.write_text("")
+    for argv in (["--settings", '{"workers": 2}'], ["--workers", "2"],
+                 ["--settings", '{"workers": 5}', "--workers", "2"]):  # fmt: skip
+        assert verifiers.worker.main("cad", [*argv, str(empty)]) == 0
+    s = _built(monkeypatch, "run", ["--lake", str(tmp_path / "lake"), "--domain", "cad",
+                                    "--verifier-settings", '{"cad": {"workers": 2}}'])  # fmt: skip
+    actor = VerifierWorker("cad", Limits().to_dict(), s.settings_of("cad"))
+    assert got["cli"] == want
+    assert got["worker"] == [want] * 3
+    assert verifier_of(s, "cad").settings == want
+    assert actor.verifier.settings == want
+
+
+def test_actors_that_hold_one_core_run_one_warm_worker():
+    """The fallback rules, as settings an actor passes: one warm worker per actor where
+    an actor holds one core (a toolchain slot, a CPU-fallback actor), unless asked."""
+    from ray_actors.verify import actor_settings
+
+    assert actor_settings("cad", "cad", None) == {"workers": 1}
+    assert actor_settings("cad", "cad", {"workers": 3}) == {"workers": 3}
+    assert actor_settings("triton", "cpu", {}) == {"workers": 1}  # the CPU fallback
+    assert actor_settings("cuda", "GPU", {"device": "cuda"}) == {"device": "cuda"}
+    assert actor_settings("rtl", "eda", None) == {}  # no warm workers to count
+
+
+def test_serve_takes_every_pipeline_option_run_takes():
+    import typer.main
+
+    cmd = typer.main.get_command(app)
+    run_opts = {p.name for p in cmd.commands["run"].params}
+    serve_opts = {p.name for p in cmd.commands["serve"].params}
+    assert serve_opts - run_opts == {"cron", "name"} and run_opts <= serve_opts
+    help_text = runner.invoke(app, ["run", "--help"]).output
+    assert "--fast" in help_text and "--sim-only" not in help_text  # a hidden alias

@@ -79,16 +79,14 @@ def test_triton_pipeline_on_cpu_then_cpu_gates_pass_the_reference(tmp_path, harn
 
 
 def test_fallback_actors_take_cores_and_start_one_runner_each(harness):
-    import os
-
     from ray_actors.verify import make_pool
 
     pool, n = make_pool("triton", Limits(), PoolSettings(workers=1))
     assert n == 1
     pool.submit(
         lambda a, _: a.__ray_call__.remote(
-            lambda self: (os.environ.get("CRUCIBLE_KERNEL_WORKERS"), self.verifier.domain)
+            lambda self: (self.verifier.settings.workers, self.verifier.domain)
         ),
         None,
     )
-    assert pool.get_next(timeout=60) == ("1", "triton")
+    assert pool.get_next(timeout=60) == (1, "triton")

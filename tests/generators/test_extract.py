@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from generators import prompts
 from generators.extract import (
     answer_code,
     entry_name,
@@ -12,7 +15,9 @@ from generators.extract import (
     language_tags,
     strip_reasoning,
 )
+from verifiers import domain as domains
 from verifiers.contract import Task
+from verifiers.domain import Domain, ExtractRules, PromptStyle
 
 ADDER = """\
 module adder8 (input [7:0] a, input [7:0] b, input cin, output [7:0] sum, output cout);
@@ -142,22 +147,109 @@ def test_python_domains():
     assert extract_code(bad, "triton").code is None  # unfenced but not Python
 
 
-def test_cad_and_c_and_asm():
+# Two domains of this test's own, declared the way a new domain declares itself: a C file
+# for a microcontroller and x86-64 assembly. Nothing in generators/ names them.
+_LEAD_C = r"(?:\s*(?://[^\n]*|/\*.*?\*/))*\s*"
+MCU = Domain(
+    name="test_mcu",
+    verifier="tests.none:Verifier",
+    spec_loader="tests.none:load",
+    resource="cpu",
+    install="nothing",
+    prompt=PromptStyle("C for a test MCU", "c", "one C source file"),
+    extract=ExtractRules(
+        entry=r"^[A-Za-z_][\w \t*]*\b[A-Za-z_]\w*\s*\([^;{]*\)\s*\{",
+        named_entry=r"^[A-Za-z_][\w \t*]*\b{name}\s*\(",
+        unfenced=r"\A" + _LEAD_C + r"#\s*include\b",
+        comment="//",
+        entry_field="entry",
+    ),
+    syntax="cpp",
+    gates=(("compile", "build"), ("run", "run")),
+)
+ASM = dataclasses.replace(
+    MCU,
+    name="test_asm",
+    prompt=PromptStyle("x86-64 assembly (GNU as)", "asm", "the assembly of the function"),
+    extract=ExtractRules(
+        entry=r"^\s*[A-Za-z_.$][\w.$]*:",
+        named_entry=r"^\s*{name}:",
+        unfenced=r"\A(?:\s*(?:#|//)[^\n]*)*\s*\.(?:text|globl|global|intel_syntax|section)\b",
+        entry_const="f",
+    ),
+    syntax="asm",
+)
+
+
+@pytest.fixture
+def own_domains():
+    for d in (MCU, ASM):
+        domains.register(d)
+    try:
+        yield
+    finally:
+        for d in (MCU, ASM):
+            domains.unregister(d.name)
+
+
+def test_cad_python():
     cad = "import cadquery as cq\nresult = cq.Workplane().box(1, 2, 3)\n"
     assert extract_code(f"```python\n{cad}```", "cad").code == cad
+    assert extract_code(cad, "cad").code == cad  # unfenced, parses
+
+
+def test_a_registered_descriptor_drives_extraction(own_domains):
     c = "#include <stdint.h>\n\nint main(void) {\n    return 0;\n}\n"
-    assert extract_code(f"```cpp\n{c}```", "embedded").code == c
-    assert extract_code(c, "embedded").code == c
+    helper = "static int twice(int x) {\n    return 2 * x;\n}\n"
+    assert extract_code(f"```cpp\n{c}```", "test_mcu").code == c
+    assert extract_code(c, "test_mcu").code == c  # unfenced: the descriptor's `unfenced`
+    # the named entry point beats a later block with another function
+    ex = extract_code(f"```c\n{c}```\n```c\n{helper}```", "test_mcu", "main")
+    assert ex.code == c and "`main`" in ex.reason
+    assert answer_code(extract_code("", "test_mcu"), "test_mcu").startswith("// no code")
+    task = Task("t", "test_mcu", "f", 1, "r", {"entry": "main"}, {}, None, {})
+    assert entry_name(task) == "main"  # the descriptor's entry_field
     asm = ".text\n.globl f\nf:\n    mov %rdi, %rax\n    ret\n"
-    assert extract_code(f"```asm\n{asm}```", "x86asm").code == asm
-    assert extract_code(f"```s\n{asm}```", "x86asm").code == asm
+    assert extract_code(f"```asm\n{asm}```", "test_asm").code == asm
+    assert extract_code(f"```s\n{asm}```", "test_asm").code == asm
+    assert extract_code(asm, "test_asm").code == asm
+    assert entry_name(dataclasses.replace(task, domain="test_asm")) == "f"  # entry_const
+    assert answer_code(extract_code("", "test_asm"), "test_asm").startswith("# no code")
 
 
-def test_language_tags_and_entry_name():
+def test_a_registered_descriptor_drives_the_prompt(own_domains):
+    task = Task("t", "test_mcu", "f", 1, "Blink.", {"entry": "main"}, {}, None, {})
+    assert prompts.style("test_mcu") is MCU.prompt
+    system, user = prompts.instruction_messages(task)
+    assert "writing C for a test MCU" in system["content"] and "```c)" in system["content"]
+    assert "One ```c block with one C source file." in user["content"]
+    assert prompts.answer(task, "int x;")["content"] == "```c\nint x;\n```"
+
+
+def test_cut_after_ends_an_unfenced_answer(own_domains):
+    rules = dataclasses.replace(MCU.extract, cut_after="}")
+    domains.register(dataclasses.replace(MCU, extract=rules), overwrite=True)
+    c = "#include <stdint.h>\nint main(void) {\n    return 0;\n}\n"
+    assert extract_code(c + "\nThat is all.\n", "test_mcu").code == c
+
+
+def test_unknown_domain():
+    with pytest.raises(ValueError, match="no prompt style for domain 'no_such'; known: cad"):
+        prompts.style("no_such")
+    with pytest.raises(ValueError, match="no prompt style"):
+        extract_code("```c\nint x;\n```", "no_such")
+    assert entry_name(Task("t", "no_such", "f", 1, "r", {"top": "m"}, {}, None, {})) is None
+    assert answer_code(extract_code("", "cad"), "no_such").startswith("# no code")
+
+
+def test_language_tags_and_entry_name(own_domains):
     assert {"verilog", "sv", "systemverilog"} <= language_tags("rtl")
-    assert {"c", "cpp", "cuda"} <= language_tags("embedded")
+    assert {"c", "cpp", "cuda"} <= language_tags("test_mcu")
+    assert {"asm", "s", "nasm"} <= language_tags("test_asm")
     task = Task("t", "rtl", "f", 1, "r", {"top": "adder8"}, {}, None, {})
     assert entry_name(task) == "adder8"
+    assert entry_name(dataclasses.replace(task, domain="cuda")) == "ModelNew"
+    assert entry_name(dataclasses.replace(task, domain="cad")) is None
 
 
 def test_crlf_and_reasoning_tags():

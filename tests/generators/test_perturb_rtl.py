@@ -5,6 +5,7 @@ compile, functional ones compile."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -17,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from generators.base import seeded_rng
-from generators.perturb import generator_for, known_domains, register
+from generators.perturb import generator_for, known_domains
 from generators.perturb.rtl import MUTATIONS, REWRITES, RtlPerturbGenerator
 from generators.perturb.verilog import lex
+from verifiers import domain as domains
 from verifiers.catalog import load_catalog
 from verifiers.contract import ORIGINS, Task
 from verifiers.rtl.hdl import rename_modules
@@ -226,15 +228,29 @@ def test_registry_gives_a_fresh_rtl_generator():
     gen = generator_for("rtl")
     assert isinstance(gen, RtlPerturbGenerator) and gen.name == "perturb:rtl"
     assert generator_for("rtl") is not gen
-    with pytest.raises(ValueError, match="no perturb generator"):
-        generator_for("embedded")
+    with pytest.raises(ValueError, match=r"no perturb generator for domain 'no_such'.*known"):
+        generator_for("no_such")
 
 
-def test_registry_refuses_a_silent_overwrite():
-    register("rtl", "generators.perturb.rtl:RtlPerturbGenerator")  # the same path: fine
-    with pytest.raises(ValueError, match="already has a perturb generator"):
-        register("rtl", "somewhere.else:Other")
-    assert isinstance(generator_for("rtl"), RtlPerturbGenerator)
+def test_the_generator_comes_from_the_descriptor():
+    # registration is the domain's descriptor: one without `perturb` has no generator, one
+    # naming a class gets that class, and neither needs a line in generators.perturb
+    base = domains.get("rtl")
+    bare = dataclasses.replace(
+        base, name="bare_hdl", perturb=None, default_run=False, settings=None
+    )
+    named = dataclasses.replace(base, name="named_hdl", default_run=False, settings=None)
+    domains.register(bare)
+    domains.register(named)
+    try:
+        assert "named_hdl" in known_domains() and "bare_hdl" not in known_domains()
+        with pytest.raises(ValueError, match="no perturb generator for domain 'bare_hdl'"):
+            generator_for("bare_hdl")
+        assert isinstance(generator_for("named_hdl"), RtlPerturbGenerator)
+    finally:
+        domains.unregister("bare_hdl")
+        domains.unregister("named_hdl")
+    assert known_domains() == [n for n in domains.names() if domains.get(n).perturb]
 
 
 # --- each operator, alone ---------------------------------------------------------------------

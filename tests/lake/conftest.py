@@ -42,7 +42,7 @@ def make_verdict(
     category: str = "",
     version: str = "1",
     created_at: str = "2025-01-01T00:00:00.000+00:00",
-    checks: tuple[Check, ...] = (Check("compile", True, 0.25),),
+    checks: tuple[Check, ...] = (Check("compile", True, 0.25, stage="build"),),
     artifacts: tuple[Artifact, ...] = (),
 ) -> Verdict:
     return Verdict(

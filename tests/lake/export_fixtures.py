@@ -17,6 +17,7 @@ from pathlib import Path
 from lake.schema import Trajectory, Turn, to_timestamp
 from lake.store import Lake
 from lake.writer import BatchWriter
+from verifiers import domain as domains
 from verifiers.catalog import load_catalog
 from verifiers.contract import Candidate, Check, Task, Verdict, content_id
 
@@ -112,18 +113,23 @@ def mutate(code: str, old: str, new: str) -> str:
     return code.replace(old, new, 1)
 
 
+def _check(name: str, ok: bool, seconds: float, detail: str = "") -> Check:
+    # the stage a verifier records: its domain's descriptor's
+    return Check(name, ok, seconds, detail, domains.get("rtl").stage_of(name))
+
+
 def checks(status: str) -> tuple[Check, ...]:
     if status == "pass":
         return (
-            Check("compile", True, 0.1),
-            Check("simulate", True, 0.2),
-            Check("synthesize", True, 0.3),
+            _check("compile", True, 0.1),
+            _check("simulate", True, 0.2),
+            _check("synthesize", True, 0.3),
         )
     if status == "compile_error":
-        return (Check("compile", False, 0.1, "syntax error"),)
+        return (_check("compile", False, 0.1, "syntax error"),)
     if status == "infra_error":
         return ()
-    return (Check("compile", True, 0.1), Check("simulate", False, 0.2, status))
+    return (_check("compile", True, 0.1), _check("simulate", False, 0.2, status))
 
 
 def build(root: Path, *, hand_dedup: bool = True) -> Scenario:

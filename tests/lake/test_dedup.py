@@ -38,6 +38,7 @@ from lake.schema import candidate_row, to_arrow
 from lake.store import Lake
 from lake.writer import BatchWriter
 from tests.lake.conftest import make_candidate, make_task, make_verdict
+from verifiers import domain as domains
 from verifiers.catalog import load_catalog
 from verifiers.contract import Task
 
@@ -106,13 +107,37 @@ def groups(labels: list[int] | dict[str, str]) -> set[frozenset]:
         ("cuda", "int x = '\"'; // c\n/* d */ int y;", "int x = '\"'; int y;"),
         ("triton", "x = 1  # note\ns = '#kept'\n", "x = 1 s = '#kept'"),
         ("cad", 'r = box(1, 2)   # mm\n"""doc # kept"""', 'r = box(1, 2) """doc # kept"""'),
-        ("x86asm", "mov eax, 1 ; nasm\n# gas\n\tret", "mov eax, 1 ret"),
+        ("no_such", "#5 a = b; // unknown: C's comments", "#5 a = b;"),
     ],
 )
 def test_normalize_folds_comments_and_whitespace_per_language(
     domain: str, code: str, expected: str
 ) -> None:
     assert normalize(code, domain) == expected
+
+
+def test_a_registered_descriptor_picks_the_comment_syntax() -> None:
+    # a new domain says which syntax its code has; dedup needs no line of its own
+    code = "mov eax, 1 ; nasm\n# gas\n\tret"
+    before = normalize(code, "test_asm")  # unknown yet: C's comments, so nothing folds
+    asm = dataclasses.replace(
+        domains.get("rtl"),
+        name="test_asm",
+        syntax="asm",
+        default_run=False,
+        perturb=None,
+        settings=None,
+    )
+    domains.register(asm)
+    try:
+        assert normalize(code, "test_asm") == "mov eax, 1 ret" != before
+        assert exact_key(code, "test_asm") == exact_key("mov eax, 1\nret", "test_asm")
+        sig = signatures([code, "mov eax, 1 ret"], "test_asm", SYNC)
+        assert (sig[0] == sig[1]).all()
+        f = features([code, code], ["test_asm", "rtl"], SYNC)
+        assert f.exact_key[0] != f.exact_key[1]  # per candidate, its own domain's syntax
+    finally:
+        domains.unregister("test_asm")
 
 
 def test_exact_key_ignores_comments_and_layout_but_not_tokens() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import itertools
@@ -25,13 +26,19 @@ from lake.export import (
     ExportResult,
     ExportRow,
     ExportSettings,
+    build_sft_optimize,
     export,
+    optimize_message,
+    perf_metric,
     sample,
 )
+from lake.schema import to_timestamp
 from lake.store import Lake
 from lake.writer import BatchWriter
 from tests.lake.export_fixtures import Scenario, build, catalog_tasks
-from verifiers.contract import Candidate, Check, Verdict
+from verifiers import domain as domains
+from verifiers.contract import Candidate, Check, Task, Verdict, content_id, utc_now
+from verifiers.domain import PerfMetric
 
 SHARD = re.compile(r"train-(\d{5})-of-(\d{5})\.parquet")
 THRESHOLD = 0.7
@@ -296,6 +303,146 @@ def test_optimize_pairs_worse_to_better_by_the_margin(scenario: Scenario, tmp_pa
     assert [f.name for f in shards(wide.path, "sft_optimize")] == ["train-00000-of-00001.parquet"]
 
 
+def _mini_lake(root: Path, task: Task, outcomes: dict[str, tuple]) -> tuple[Lake, dict[str, str]]:
+    """A lake with `task` and, per label, a candidate with its verdict (status, checks,
+    metrics); passes are current dedup keepers. Returns the lake and label -> id."""
+    lake = Lake(root)
+    ids = {}
+    with BatchWriter(lake, run_id="mini") as w:
+        w.add_task(task)
+        for label, (status, checks, metrics) in outcomes.items():
+            c = Candidate(task_id=task.task_id, code=f"// {label}\n", origin="llm", generator="t")
+            ids[label] = c.candidate_id
+            w.add_candidate(c, task.domain)
+            w.add_verdict(
+                Verdict(
+                    candidate_id=c.candidate_id,
+                    task_id=task.task_id,
+                    domain=task.domain,
+                    verifier=task.domain,
+                    verifier_version="1",
+                    status=status,
+                    checks=checks,
+                    metrics=metrics,
+                )
+            )
+            if status == "pass":
+                w.add("dedup", [_keeper_row(c, task)])
+    return lake, ids
+
+
+def _keeper_row(c: Candidate, task: Task) -> dict[str, Any]:
+    return {
+        "dedup_id": content_id("dedup", c.candidate_id),
+        "candidate_id": c.candidate_id,
+        "task_id": task.task_id,
+        "domain": task.domain,
+        "exact_key": content_id(c.code),
+        "cluster_id": c.candidate_id,
+        "cluster_size": 1,
+        "keeper": True,
+        "contaminated": False,
+        "contamination": None,
+        "params": "{}",
+        "run_id": "mini",
+        "created_at": to_timestamp(utc_now()),
+    }
+
+
+def test_dpo_compiled_means_every_build_stage_check_passed(tmp_path: Path):
+    # stages, not gate names: a build-stage gate that failed after the compiler (lint,
+    # synthesis) means it did not compile; a run-stage failure after them does not
+    rtl = domains.get("rtl")
+
+    def ran(*gates: tuple[str, bool]) -> tuple[Check, ...]:
+        return tuple(Check(g, ok, 0.1, stage=rtl.stage_of(g)) for g, ok in gates)
+
+    ok = [("format", True), ("static", True), ("compile", True), ("lint", True)]
+    lake, ids = _mini_lake(
+        tmp_path / "lake",
+        catalog_tasks()["adder8"],
+        {
+            "chosen": ("pass", ran(*ok, ("simulate", True), ("synthesize", True)), {}),
+            "sim_fails": ("wrong_answer", ran(*ok, ("simulate", False)), {}),
+            "lint_fails": ("compile_error", ran(*ok[:3], ("lint", False)), {}),
+            "synth_fails": (
+                "compile_error",
+                ran(*ok, ("simulate", True), ("synthesize", False)),
+                {},
+            ),
+            "equiv_fails": (
+                "wrong_answer",
+                ran(*ok, ("simulate", True), ("synthesize", True), ("equivalence", False)),
+                {},
+            ),
+            "no_build_check": ("wrong_answer", (Check("simulate", False, 0.1, stage="run"),), {}),
+            "no_stage": ("wrong_answer", (Check("compile", True, 0.1),), {}),
+        },
+    )
+    con = db.connect(lake)
+    try:
+        got = {
+            r["candidate_id"]: r["compiled"]
+            for r in db.rows(con, "export_dpo", other_failures=True)
+        }
+    finally:
+        con.close()
+    label = {v: k for k, v in ids.items()}
+    assert {label[c] for c, compiled in got.items() if compiled} == {
+        "chosen",
+        "sim_fails",
+        "equiv_fails",
+    }
+    assert set(map(label.get, got)) == set(ids)
+
+
+def test_a_registered_descriptor_gives_the_optimize_metric(tmp_path: Path):
+    # a new domain declares its metric: an optimize pair needs no line in lake/export.py
+    dsp = dataclasses.replace(
+        domains.get("rtl"),
+        name="test_dsp",
+        perf=PerfMetric("cycles", "lower", "cycles"),
+        settings=None,
+        default_run=False,
+        perturb=None,
+    )
+    domains.register(dsp)
+    try:
+        task = Task("fir", "test_dsp", "dsp", 1, "Write fir.", {"entry": "fir"}, {}, None, {})
+        passed = (Check("compile", True, 0.1, stage="build"),)
+        lake, ids = _mini_lake(
+            tmp_path / "lake",
+            task,
+            {
+                "slow": ("pass", passed, {"cycles": 100, "area": 5.0}),
+                "fast": ("pass", passed, {"cycles": 50, "area": 9.0}),
+            },
+        )
+        con = db.connect(lake)
+        try:
+            rows, _ = build_sft_optimize(con, {task.task_id: task}, ExportSettings())
+        finally:
+            con.close()
+        (row,) = rows
+        assert (row.data["baseline_id"], row.data["candidate_id"]) == (ids["slow"], ids["fast"])
+        assert (row.data["metric"], row.data["baseline_value"], row.data["value"]) == (
+            "cycles",
+            100.0,
+            50.0,
+        )
+        ask = row.data["messages"][3]["content"]
+        assert "cycles 100 cycles; area 5" in ask and "Make it smaller (lower cycles)" in ask
+        faster = dataclasses.replace(dsp, perf=PerfMetric("ipc", "higher", "instr/cycle"))
+        domains.register(faster, overwrite=True)
+        msg = optimize_message("test_dsp", {"ipc": 1.5})["content"]
+        assert "ipc 1.5 instr/cycle" in msg and "Make it faster (higher ipc)" in msg
+    finally:
+        domains.unregister("test_dsp")
+    assert perf_metric("cad") is None and perf_metric("no_such") is None
+    with pytest.raises(ValueError, match="declares no perf metric"):
+        optimize_message("cad", {})
+
+
 # --- mix ---------------------------------------------------------------------------------
 
 
@@ -512,7 +659,7 @@ def test_export_without_dedup_says_to_run_it(tmp_path: Path):
         verifier="rtl",
         verifier_version="1",
         status="pass",
-        checks=(Check("compile", True, 0.1),),
+        checks=(Check("compile", True, 0.1, stage="build"),),
     )
     with BatchWriter(lake) as w:
         w.add_task(task)

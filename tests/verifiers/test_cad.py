@@ -209,10 +209,21 @@ def test_surface_gate_catches_a_missing_fillet_that_iou_lets_through(cad):
     assert v.metrics["surface_max"] == pytest.approx(4 * (math.sqrt(2) - 1), abs=0.05)
 
 
-def test_limits_end_the_script(cad):
+def test_limits_end_the_script(cad, monkeypatch):
     task = make_task()
-    v = cad.verify(task, "while True:\n    pass\n", Limits(timeout_s=2, cpu_s=20))
-    assert (v.status, v.code) == (Status.TIMEOUT, "tool_timeout")
+    # a hang that sleeps (past the static gate, which refuses `import time`): the wall
+    # clock's, and the script's doing (verifiers.sandbox.Stop)
+    with monkeypatch.context() as m:
+        m.setattr(cad, "gate_anticheat", lambda ctx: "off for this case")
+        sleeper = "import time\nwhile True:\n    time.sleep(1)\n"
+        v = cad.verify(task, sleeper, Limits(timeout_s=2, cpu_s=20))
+    assert (v.status, v.code) == (Status.TIMEOUT, "tool_timeout"), v.feedback
+    # a busy one spends its CPU budget first; cut by the wall far short of it, it was the
+    # machine's (a 2 s wall for a 20 s budget): never the script's label
+    v = cad.verify(task, "while True:\n    pass\n", Limits(timeout_s=20, cpu_s=1))
+    assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "cpu_limit"), v.feedback
+    v = cad.verify(task, "while True:\n    pass\n", Limits(timeout_s=0.5, cpu_s=20))
+    assert (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"), v.feedback
     v = cad.verify(task, "x = bytearray(8 * 2**30)\n", Limits(memory_mb=256))
     assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "memory_limit"), v.feedback
     v = cad.verify(task, "while True:\n    print('x' * 10000)\n", Limits(fsize_mb=1))

@@ -1,6 +1,26 @@
-"""The CAD domain's descriptor (stdlib only: read without importing CadQuery)."""
+"""The CAD domain's descriptor and its verifier's settings (stdlib only: read without
+importing CadQuery)."""
+
+import dataclasses
 
 from verifiers.domain import Domain, ExtractRules, PromptStyle
+from verifiers.settings import SettingsError, VerifierSettings, setting
+
+
+@dataclasses.dataclass(frozen=True)
+class CadSettings(VerifierSettings):
+    """The CAD verifier's settings (`CadVerifier(settings=...)`)."""
+
+    domain = "cad"
+
+    workers: int | None = setting(
+        None, "warm build servers, and as many judges (default: one of each per core)"
+    )
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise SettingsError("cad verifier settings: workers must be at least 1")
+
 
 DOMAIN = Domain(
     name="cad",
@@ -33,4 +53,5 @@ DOMAIN = Domain(
     ),
     fast_gates=("build",),
     default_run=True,
+    settings="verifiers.cad.domain:CadSettings",
 )

@@ -49,6 +49,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from verifiers.sandbox import oom_kills, tree_snapshot
+
 # one thread everywhere: forks of a process with idle pool threads deadlock
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
@@ -237,19 +239,31 @@ def build_child(job: dict, job_dir: Path, started: int) -> None:
 # --- the build server ---------------------------------------------------------------------
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
-    """(wait status, timed out); on time-out the process group is killed."""
+def _wait(pid: int, timeout_s: float, sandboxed: bool) -> tuple[int, bool, dict]:
+    """(wait status, timed out, what was measured); on time-out the script's processes
+    are measured (`verifiers.sandbox.Stop`: the host judges whose doing it was), then its
+    process group is killed. Measured from /proc, never from anything the script says: in
+    the sandbox every process but pid 1 and this server is the script's (a double-forked
+    one too), unconfined the build process's own tree."""
+    t0 = time.perf_counter()
     fd = os.pidfd_open(pid)
     try:
         ready, _, _ = select.select([fd], [], [], timeout_s)
     finally:
         os.close(fd)
     timed_out = not ready
+    measured: dict = {}
     if timed_out:
+        snap = tree_snapshot(1, skip=(1, os.getpid())) if sandboxed else tree_snapshot(pid)
+        usage = snap.since()
+        measured = {"wall_s": time.perf_counter() - t0, "cpu_s": usage.cpu_s}
+        measured["wait_s"] = usage.wait_s
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    return status, timed_out
+    _, status, ru = os.wait4(pid, 0)
+    if not timed_out:  # the build process and what it reaped
+        measured = {"wall_s": time.perf_counter() - t0, "cpu_s": ru.ru_utime + ru.ru_stime}
+    return status, timed_out, measured
 
 
 def _kill_strays(sandboxed: bool) -> bool:
@@ -336,14 +350,18 @@ def build(job: dict, work: Path, sandboxed: bool) -> dict:
         return {"harness_error": f"no job dir at {job_dir}"}
     lim = job["limits"]
     r, w = os.pipe()
+    oom0 = oom_kills()
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         build_child(job, job_dir, w)
     os.close(w)
-    status, timed_out = _wait(pid, float(lim["timeout_s"]))
+    status, timed_out, measured = _wait(pid, float(lim["timeout_s"]), sandboxed)
     seconds = time.perf_counter() - t0
+    oom1 = oom_kills()
+    if oom0 is not None and oom1 is not None:
+        measured["oom_kills"] = oom1 - oom0  # the machine's OOM killer, meanwhile
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # anything the script started in its group
     reaped = _kill_strays(sandboxed)
@@ -362,6 +380,7 @@ def build(job: dict, work: Path, sandboxed: bool) -> dict:
         "exit": code,
         "started": started,
         "clean": clean,
+        **{k: round(v, 6) if isinstance(v, float) else v for k, v in measured.items()},
     }
 
 

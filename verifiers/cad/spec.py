@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from verifiers.catalog import Field, check_fields, parse_python, read_task_file
+from verifiers.specfields import Field, check_fields, parse_python, read_task_file
 
 COMPARE_MODES = ("absolute", "normalized")
 DEFAULT_IOU_PASS = 0.99

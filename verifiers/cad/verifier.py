@@ -51,14 +51,15 @@ import os
 import shutil
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.cad import anticheat
-from verifiers.cad.domain import DOMAIN
+from verifiers.cad.domain import DOMAIN, CadSettings
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
+from verifiers.sandbox import MACHINE_CODES, Stop, Usage
 from verifiers.warm import (
     JobTimeout,
     OutputRefused,
@@ -123,9 +124,17 @@ class CadVerifier(Verifier):
     requires = {"solid": ("build",), "iou": ("solid",), "surface": ("iou",)}
     partial_versions = True
 
-    def __init__(self, keep_workdirs: Path | None = None, workers: int | None = None) -> None:
-        super().__init__(keep_workdirs)
-        self._workers = workers
+    def __init__(
+        self,
+        keep_workdirs: Path | None = None,
+        *,
+        settings: CadSettings | Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> None:
+        """`settings`: `CadSettings` or its dict; its fields may also be given by name
+        (`CadVerifier(workers=1)`)."""
+        super().__init__(keep_workdirs, settings=settings, **overrides)
+        self._workers = self.settings.workers
         self._pools: dict[tuple[str, bool], WorkerPool] = {}
         self._pool_lock = threading.Lock()
         self._refs: dict[str, str] = {}  # reference key -> BREP text
@@ -155,8 +164,7 @@ class CadVerifier(Verifier):
         with self._pool_lock:
             pool = self._pools.get((role, limits.unconfined))
             if pool is None:
-                n = self._workers or int(os.environ.get("CRUCIBLE_CAD_WORKERS", 0) or 0)
-                n = n or max(1, os.cpu_count() or 1)
+                n = self._workers or max(1, os.cpu_count() or 1)
                 if role == "judge":  # indices after the builds': sandbox uids of their own
                     pool = WorkerPool(lambda i: CadJudgeWorker(limits, n + i), n)
                 else:
@@ -280,7 +288,7 @@ class CadVerifier(Verifier):
                 job = {"job_dir": worker.guest_path(job_dir), "result_var": result_var,
                        "limits": job_limits}  # fmt: skip
                 try:
-                    res = worker.run(job, timeout)
+                    res = worker.run(job, timeout, cpu_s=float(job_limits["cpu_s"]))
                 except (WorkerDied, JobTimeout) as e:
                     # the server is pid 1 of its sandbox and cleans up after every build, so
                     # this is rare; once more on a fresh one tells a fault of ours from
@@ -375,6 +383,8 @@ class CadVerifier(Verifier):
                 "harness_error",
                 f"task {task.name}: the reference script could not be built ({f.detail})"[:300],
             ) from None
+        if build["outcome"] in MACHINE_CODES:  # the machine's, not the task's: retried
+            raise build_failure(build)
         if build["outcome"] != "built":
             err = build.get("error") or {}
             why = err.get("message") or build.get("reason") or build["outcome"]
@@ -420,9 +430,15 @@ def read_build(worker: Worker, job_dir: Path, wait: dict, job_limits: dict) -> d
         detail = f"exit {wait.get('exit')}, signal {wait.get('signal')}"
         return {**res, "outcome": "harness_error", "error": {"type": "build", "message": detail}}
     sig = wait.get("signal")
+    # whose doing a time-out or a SIGKILL was: the sandbox's one rule, on what the build
+    # server measured from /proc (never on what the script wrote)
+    stop = build_stop(wait, job_limits)
+    judged = stop.code() if (wait.get("timed_out") or sig == signal.SIGKILL) else None
+    if judged in MACHINE_CODES:
+        return {**res, "outcome": judged, "measured": stop.describe()}
     if wait.get("timed_out"):
         return {**res, "outcome": "timeout"}
-    if sig == signal.SIGXCPU:
+    if sig == signal.SIGXCPU or judged == "cpu_limit":
         return {**res, "outcome": "cpu_limit"}
     if sig == signal.SIGXFSZ:
         return {**res, "outcome": "file_size_limit"}
@@ -445,6 +461,25 @@ def read_build(worker: Worker, job_dir: Path, wait: dict, job_limits: dict) -> d
         return {**res, "outcome": "error", "error": err}
     reason = info.get("no_result") or "the script exited before it built a shape"
     return {**res, "outcome": "no_result", "reason": str(reason)[:300]}
+
+
+def build_stop(wait: dict, job_limits: dict) -> Stop:
+    """A build as the build server measured it (`server._wait`), for `Stop.code`. The
+    script's code runs there and may signal itself: a SIGKILL is the machine's only with
+    the OOM killer's count as evidence."""
+    cpu, pause = wait.get("cpu_s"), wait.get("wait_s")
+    usage = None
+    if isinstance(cpu, (int, float)):
+        usage = Usage(float(cpu), float(pause) if isinstance(pause, (int, float)) else None)
+    return Stop(
+        float(wait.get("wall_s") or wait.get("seconds") or 0.0),
+        wall_kill=bool(wait.get("timed_out")),
+        usage=usage,
+        budget_s=float(job_limits["cpu_s"]),
+        signal=wait.get("signal"),
+        oom_kills=wait.get("oom_kills"),
+        self_signal=True,
+    )
 
 
 def lost_twice(lost: list[Exception]) -> GateFail:
@@ -488,6 +523,10 @@ def build_failure(build: dict) -> GateFail:
         err = build.get("error") or {}
         detail = f"the build process failed before the script ran ({err.get('message')})"
         return GateFail(Status.INFRA_ERROR, "harness_error", detail[:400])
+    if outcome in MACHINE_CODES:  # the machine's: infra, retried
+        why = "slow machine" if outcome == "machine_slow" else "killed from outside"
+        detail = f"the build was stopped by the {why} ({build.get('measured', '')})"
+        return GateFail(Status.INFRA_ERROR, outcome, detail)
     if outcome in LIMIT_OUTCOMES:
         status, code = LIMIT_OUTCOMES[outcome]
         detail = f"the script was stopped by the {outcome.replace('_', ' ')}"

@@ -1,8 +1,42 @@
-"""The GPU kernel domains' descriptors, CUDA and Triton (stdlib only)."""
+"""The GPU kernel domains' descriptors, CUDA and Triton, and their verifiers' settings
+(stdlib only)."""
 
 import dataclasses
 
 from verifiers.domain import Domain, ExtractRules, PerfMetric, PromptStyle
+from verifiers.settings import SettingsError, VerifierSettings, setting
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSettings(VerifierSettings):
+    """The CUDA and Triton verifiers' settings (`KernelVerifier(settings=...)`)."""
+
+    domain = "kernel"
+
+    device: str | None = setting(
+        None, "where candidates run: cuda or cpu (default: cuda when torch sees a GPU)"
+    )
+    workers: int | None = setting(
+        None, "warm runner processes (default: min(8, cores) with a GPU, min(2, cores) without)"
+    )
+    cache_dir: str | None = setting(
+        None, "the host's nvcc cubin cache (default: $XDG_CACHE_HOME/crucible/kernels)"
+    )
+    compile_baseline: bool = setting(
+        False, "also time torch.compile of the reference (slow, once per task)"
+    )
+
+    def __post_init__(self) -> None:
+        if self.device is not None and self.device not in DEVICES:
+            raise SettingsError(
+                f"kernel verifier settings: device must be one of {', '.join(DEVICES)} "
+                f"or null, not {self.device!r}"
+            )
+        if self.workers is not None and self.workers < 1:
+            raise SettingsError("kernel verifier settings: workers must be at least 1")
+
 
 _PYTHON_FILE = r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)"
 
@@ -37,6 +71,7 @@ CUDA = Domain(
     ),
     perf=PerfMetric("speedup", "higher", "x vs the reference"),
     fast_gates=("compile",),
+    settings="verifiers.kernels.domain:KernelSettings",
 )
 
 TRITON = dataclasses.replace(

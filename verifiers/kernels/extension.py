@@ -115,6 +115,8 @@ def compile_only(ctx: Context) -> str:
         if fault := res.sandbox_fault:
             raise SandboxUnavailable(f"nvcc could not run in the sandbox: {fault}")
         ctx.tool_seconds += res.seconds
+        if machine := res.machine_fault("nvcc"):  # slow machine, outside kill: infra
+            raise machine
         if res.timed_out:
             raise GateFail(
                 Status.TIMEOUT, "tool_timeout", "nvcc did not finish compiling the extension"

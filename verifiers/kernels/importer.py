@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from verifiers.catalog import TaskSpecError
 from verifiers.kernels.spec import problem_facts
+from verifiers.specfields import TaskSpecError
 
 KERNELBENCH_TOL = 1e-2
+DOMAINS = ("cuda", "triton")  # the domains it writes tasks for (the CLI asks here)
 
 
 class ImportProblems(Exception):
@@ -98,7 +99,7 @@ def import_kernelbench(
     src: Path,
     dest: Path,
     *,
-    domains: tuple[str, ...] = ("cuda", "triton"),
+    domains: tuple[str, ...] = DOMAINS,
     split: str = "holdout",
     source: str = "kernelbench",
     level: int = 1,

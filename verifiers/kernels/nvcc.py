@@ -56,9 +56,7 @@ def find_nvcc() -> str | None:
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("CRUCIBLE_KERNEL_CACHE")
-    if root:
-        return Path(root)
+    """The user's cache dir (XDG), where `KernelSettings.cache_dir` is not given."""
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "crucible" / "kernels"
 
 
@@ -126,6 +124,8 @@ def compile_cubin(
         seconds = time.perf_counter() - t0
         if fault := res.sandbox_fault:
             raise SandboxUnavailable(f"nvcc could not run in the sandbox: {fault}")
+        if machine := res.machine_fault("nvcc"):  # slow machine, outside kill: not cached
+            raise machine
         if res.timed_out:
             return CompileResult(
                 False,

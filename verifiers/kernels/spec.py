@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from verifiers.catalog import (
+from verifiers.specfields import (
     Field,
     TaskSpecError,
     check_fields,

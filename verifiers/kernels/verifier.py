@@ -24,7 +24,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.contract import Limits, Status, Task, Verdict
 from verifiers.kernels import anticheat
-from verifiers.kernels.domain import CUDA
+from verifiers.kernels.domain import CUDA, KernelSettings
 from verifiers.kernels.errors import classify_python, feedback_from, nvcc_failure
 from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
@@ -40,6 +40,7 @@ from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
 from verifiers.kernels.pool import KernelPool, WorkerSpec
 from verifiers.kernels.redact import runner_problem
+from verifiers.sandbox import MachineFault
 from verifiers.warm import JobTimeout, OutputRefused, WorkerDied, WorkerStartError, verify_on_pool
 
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
@@ -76,9 +77,7 @@ def judge_speed(ms: float, eager_ms: float, bar: float, floor_ms: float = 0.0) -
 
 
 def _device_kind() -> str:
-    forced = os.environ.get("CRUCIBLE_KERNEL_DEVICE")
-    if forced in ("cpu", "cuda"):
-        return forced
+    """cuda when torch sees a GPU, cpu without one, none without torch."""
     try:
         import torch
     except ImportError:
@@ -128,15 +127,18 @@ class KernelVerifier(Verifier):
         self,
         keep_workdirs: Path | None = None,
         *,
-        device: str | None = None,
-        workers: int | None = None,
-        cache_dir: Path | None = None,
-        compile_baseline: bool | None = None,
+        settings: KernelSettings | Mapping[str, Any] | None = None,
+        **overrides: Any,
     ) -> None:
-        super().__init__(keep_workdirs)
-        self._device = device
-        self._workers = workers
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        """`settings`: `KernelSettings` or its dict; its fields may also be given by name
+        (`CudaVerifier(device="cpu", workers=1)`). A `cache_dir` Path is taken as its str."""
+        if isinstance(overrides.get("cache_dir"), Path):
+            overrides["cache_dir"] = str(overrides["cache_dir"])
+        super().__init__(keep_workdirs, settings=settings, **overrides)
+        s: KernelSettings = self.settings  # type: ignore[assignment]
+        self._device = s.device
+        self._workers = s.workers
+        self.cache_dir = Path(s.cache_dir) if s.cache_dir else default_cache_dir()
         self._pools: dict[tuple[bool, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
         self._refs: dict[tuple, Any] = {}
@@ -144,11 +146,7 @@ class KernelVerifier(Verifier):
         # not interleave between the threads that verify candidates side by side
         self._rng = threading.Lock()
         self._baselines: dict[str, dict] = {}
-        self.compile_baseline = (
-            compile_baseline
-            if compile_baseline is not None
-            else os.environ.get("CRUCIBLE_TORCH_COMPILE_BASELINE") == "1"
-        )
+        self.compile_baseline = s.compile_baseline
 
     # --- environment ------------------------------------------------------------------
     @property
@@ -189,7 +187,7 @@ class KernelVerifier(Verifier):
         with self._pool_lock:
             pool = self._pools.get((limits.unconfined, aot))
             if pool is None:
-                n = self._workers or int(os.environ.get("CRUCIBLE_KERNEL_WORKERS", 0) or 0)
+                n = self._workers
                 if not n:
                     cores = os.cpu_count() or 2
                     n = min(8, cores) if self.device == "cuda" else min(2, cores)
@@ -474,7 +472,10 @@ class KernelVerifier(Verifier):
             job["out_dir"] = ctx.state["out_dir"] = worker.guest_path(out)
         t0 = time.perf_counter()
         try:
-            res = worker.run(job, timeout_s)
+            res = worker.run(job, timeout_s, cpu_s=ctx.limits.cpu_s)
+        except MachineFault:  # the machine, not the candidate: infra (verifiers.base)
+            ctx.state["dirty"] = True
+            raise
         except JobTimeout as e:
             ctx.state["dirty"] = True
             raise GateFail(

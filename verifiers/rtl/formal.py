@@ -40,6 +40,7 @@ the formal counterexample standing.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -57,6 +58,15 @@ ABC_STATUS = "abc.status"  # ABC's write_status
 ABC_CEX = "cex.txt"
 
 _X_LITERAL = re.compile(r"'\s*[sS]?[bBoOhHdD]?\s*[0-9a-fA-F_zZ?]*[xX]")
+
+
+def run_limits(timeout_s: float) -> dict[str, Any]:
+    """A formal tool run's wall clock and CPU budget: the solver's own time limit plus a
+    margin, and a CPU budget as long, so that a run that had the CPU all along and met the
+    wall is the candidate's (undecided), one starved of it the machine's
+    (`verifiers.sandbox.Stop`: infra, retried)."""
+    wall = timeout_s + 5
+    return {"timeout_s": wall, "cpu_s": math.ceil(wall)}
 
 
 def reference_has_x(reference: str) -> bool:

@@ -26,6 +26,7 @@ from verifiers.rtl.ports import PortReadError, read_ports
 
 log = logging.getLogger(__name__)
 
+DOMAIN = "rtl"  # the domain its tasks are for: they go under <catalog root>/<DOMAIN>/
 CANDIDATE_TOP = "TopModule"
 SUFFIXES = {"prompt": "_prompt.txt", "ref": "_ref.sv", "test": "_test.sv"}
 PLATFORM = {"language": "SystemVerilog-2012", "simulator": "iverilog -g2012"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from verifiers.catalog import Field, TaskSpecError, check_fields, read_task_file
 from verifiers.rtl.hdl import module_names
 from verifiers.rtl.ports import PortReadError, read_ports
+from verifiers.specfields import Field, TaskSpecError, check_fields, read_task_file
 
 DIRECTIONS = ("input", "output", "inout")
 KINDS = ("combinational", "sequential")

@@ -58,6 +58,7 @@ from verifiers.rtl.hdl import (
     module_names,
     rename_reference,
 )
+from verifiers.sandbox import MACHINE_CODES, RunResult
 
 INSTALL = "apt-get install -y iverilog verilator yosys"
 CELLS_LIB = Path(__file__).with_name("cells.lib")
@@ -337,7 +338,12 @@ class RtlVerifier(Verifier):
         """Re-run with +vcd (the testbench dumps on that plusarg) and keep the waveform
         around the first mismatch."""
         _remove(ctx, "wave.vcd")
-        ctx.run(["vvp", "-n", "sim.vvp", "+vcd"], timeout_s=timeout)
+        try:
+            ctx.run(["vvp", "-n", "sim.vvp", "+vcd"], timeout_s=timeout, cpu_s=int(timeout))
+        except GateFail as f:  # the machine cut it: the waveform is feedback only
+            if f.code not in MACHINE_CODES:
+                raise
+            return ""
         raw = _read_bytes(ctx, "wave.vcd")
         if not raw:
             return ""
@@ -455,12 +461,13 @@ class RtlVerifier(Verifier):
         with _harness_files(ctx, "ref.sv"):
             res = ctx.run(
                 ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
-                timeout_s=t + 5,
+                **formal.run_limits(t),
             )
         if res.limit_hit:
             return formal.Outcome("unknown", f"yosys sat stopped by the {res.limit_hit}")
         cex = _read(ctx, formal.SAT_CEX) if _exists(ctx, formal.SAT_CEX) else None
         out = formal.sat_outcome(res.returncode, cex, ctx.task.interface.get("ports") or ())
+        _own_timer(res, out.verdict, t, "yosys sat")
         if out.verdict == "unknown" and res.returncode != 0:
             log = _read(ctx, "equiv.log") or res.stderr
             err = [ln for ln in log.splitlines() if "ERROR" in ln]
@@ -475,7 +482,8 @@ class RtlVerifier(Verifier):
         _write(ctx, "miter.sv", formal.seq_miter(iface))
         with _harness_files(ctx, "ref.sv"):
             res = ctx.run(
-                ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()], timeout_s=t + 5
+                ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()],
+                **formal.run_limits(t),
             )
         if res.returncode != 0 or res.limit_hit:
             err = [
@@ -485,7 +493,7 @@ class RtlVerifier(Verifier):
         cycles = formal.single_posedge_clock(_read(ctx, "miter_pre.json"), iface.get("clock"))
         res = ctx.run(
             ["yosys", "-q", "-l", "aig.log", "-p", formal.aiger_script(cycles)],
-            timeout_s=t + 5,
+            **formal.run_limits(t),
         )
         if res.returncode != 0 or res.limit_hit:
             err = [ln for ln in (_read(ctx, "aig.log") or res.stderr).splitlines() if "ERROR" in ln]
@@ -496,7 +504,7 @@ class RtlVerifier(Verifier):
         verdict, out_idx, frame, why = self._abc(ctx, formal.abc_bmc(min(2.0, t / 4)), t)
         if verdict != "counterexample":
             engine = "pdr"
-            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t), t)
+            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t), t, own_limit=True)
         if verdict == "proven":
             kind = "one frame per clock cycle" if cycles else "clk2fflogic"
             return formal.Outcome("proven", f"sequential equivalence proven (ABC pdr, {kind})")
@@ -505,16 +513,21 @@ class RtlVerifier(Verifier):
         return self._replay(ctx, out_idx, frame, cycles, engine)
 
     def _abc(
-        self, ctx: Context, script: str, t: float
+        self, ctx: Context, script: str, t: float, own_limit: bool = False
     ) -> tuple[str, int | None, int | None, str | None]:
-        """One yosys-abc run, its result read from the status file it writes."""
+        """One yosys-abc run, its result read from the status file it writes.
+        `own_limit`: the script's engine stops itself at `t` (pdr -T): an undecided run
+        that took that long is judged by the machine-or-candidate rule."""
         _remove(ctx, formal.ABC_STATUS)
         _remove(ctx, formal.ABC_CEX)
-        res = ctx.run(["yosys-abc", "-c", script], timeout_s=t + 5)
+        res = ctx.run(["yosys-abc", "-c", script], **formal.run_limits(t))
         if res.limit_hit:
             return "unknown", None, None, res.limit_hit
         status = _read(ctx, formal.ABC_STATUS) if _exists(ctx, formal.ABC_STATUS) else None
-        return (*formal.parse_status(status), None)
+        verdict, out_idx, frame = formal.parse_status(status)
+        if own_limit:
+            _own_timer(res, verdict, t, "ABC pdr")
+        return verdict, out_idx, frame, None
 
     def _replay(
         self, ctx: Context, out_idx: int | None, frame: int | None, cycles: bool, engine: str
@@ -714,6 +727,17 @@ def _read_bytes(ctx: Context, name: str) -> bytes:
         if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
             return b""
         return f.read(cap)
+
+
+def _own_timer(res: RunResult, verdict: str, limit_s: float, what: str) -> None:
+    """A solver that came back undecided after its own time limit (yosys `sat -timeout`
+    is a wall-clock alarm): the machine's when it was starved of the CPU for it
+    (`Stop.own_timer`). Judged from the host's measures, never from the log (a candidate
+    can print "time out" into it)."""
+    if verdict != "unknown" or res.stop is None or res.seconds < limit_s:
+        return
+    if fault := res.stop.own_timer(limit_s).fault(what):
+        raise fault
 
 
 def _read(ctx: Context, name: str) -> str:

@@ -1,0 +1,343 @@
+"""The `crucible` command's options model: the pipeline options `run` and `serve` share
+are one dataclass (`RunOptions`), whose fields are their declarations and whose defaults
+are the only ones; `pipeline_options` adds them to a command, which receives the model.
+
+Domain names and domain help texts come from the registry (`verifiers.domain`), never
+from a list here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+import os
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from verifiers import domain as domain_registry
+from verifiers.contract import Limits
+from verifiers.settings import SettingsError, settings_class, settings_for
+
+if TYPE_CHECKING:
+    from flows.stages import PipelineSettings
+
+DEFAULT_LAKE = Path(os.environ.get("CRUCIBLE_LAKE", "crucible-lake"))
+DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
+DEFAULT_STAGES = "generate,verify,repair,dedup,export"  # flows.stages.STAGES, in order
+
+
+# --- domains: checked against the registry --------------------------------------------
+
+
+def known_domains() -> str:
+    return ", ".join(domain_registry.names())
+
+
+def check_domain(name: str | None, hint: str = "--domain") -> str | None:
+    """`name` if a domain is registered under it; a clear error listing the known ones."""
+    if name is not None and name not in domain_registry.names():
+        raise typer.BadParameter(
+            f"unknown domain {name!r}; known domains: {known_domains()}", param_hint=hint
+        )
+    return name
+
+
+def domain_option(name: str | None) -> str | None:
+    """typer callback of a single `--domain`."""
+    return check_domain(name)
+
+
+def domains_option(names: list[str] | None) -> list[str] | None:
+    """typer callback of a repeatable `--domain`."""
+    for n in names or ():
+        check_domain(n)
+    return names
+
+
+def _default_domains() -> str:
+    return ", ".join(domain_registry.default_run())
+
+
+def _settings_keys() -> str:
+    parts = []
+    for name in domain_registry.names():
+        keys = settings_class(name).field_names()
+        parts.append(f"{name}: {', '.join(keys) if keys else 'none'}")
+    return "; ".join(parts)
+
+
+# --- shared declarations ---------------------------------------------------------------
+
+LakeOpt = Annotated[
+    Path,
+    typer.Option("--lake", help="Lake root directory (created if absent). Env: CRUCIBLE_LAKE."),
+]
+TasksOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tasks",
+        help="Task catalog root(s) holding <domain>/<name>/task.toml "
+        "(default: the built-in catalog)",
+    ),
+]
+DomainOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--domain",
+        help=f"Domain(s) to run, repeatable (default: {_default_domains()}; known: "
+        f"{known_domains()}).",
+        callback=domains_option,
+    ),
+]
+TaskNamesOpt = Annotated[
+    list[str] | None, typer.Option("--task", help="Only these task names (repeatable).")
+]
+UnconfinedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unconfined",
+        help="UNSAFE: run candidate code without the bubblewrap sandbox "
+        "(rlimits and timeouts still apply). Only for machines where bubblewrap cannot run.",
+    ),
+]
+FastOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fast",
+        help="Run only each domain's declared fast gates, its quick screen (e.g. compile "
+        "and simulate, no synthesis or formal); a domain that declares none runs all.",
+    ),
+]
+SimOnlyOpt = Annotated[
+    bool, typer.Option("--sim-only", hidden=True, help="Deprecated: the old name of --fast.")
+]
+GatesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gates",
+        help="Comma-separated gates to run (Limits.gates); the gates they need run too. "
+        "E.g. parse,anticheat,compile,launch,correct checks a kernel on a machine with no "
+        "GPU (pass/fail instead of infra_error no_gpu).",
+    ),
+]
+MixOpt = Annotated[
+    str | None,
+    typer.Option(
+        help='Export mix as JSON or a .json file: {"domain": {"<domain>": 1}, "level": '
+        '{"1": 1, "3": 2}, "origin": {...}}.'
+    ),
+]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `crucible run` and `crucible serve` are parameterised by: each field is its
+    option's declaration and its default, once. `pipeline_settings()` turns them into the
+    `PipelineSettings` a run gets (a served deployment's runs get the same)."""
+
+    lake: LakeOpt = DEFAULT_LAKE
+    tasks: TasksOpt = None
+    domain: DomainOpt = None
+    task: TaskNamesOpt = None
+    stages: Annotated[
+        str,
+        typer.Option(
+            "--stages",
+            help="Comma-separated stages to run, in pipeline order: "
+            "generate,verify,repair,dedup,export.",
+        ),
+    ] = DEFAULT_STAGES
+    generator: Annotated[
+        str,
+        typer.Option(
+            help="perturb (offline: reference, rewrites, realistic bugs), openai (any "
+            "OpenAI-compatible endpoint, e.g. `vllm serve`) or vllm (in-process, GPU node)."
+        ),
+    ] = "perturb"
+    model: Annotated[str | None, typer.Option(help="Model name for openai / vllm.")] = None
+    base_url: Annotated[
+        str, typer.Option(help="OpenAI-compatible endpoint (vllm serve's default).")
+    ] = "http://localhost:8000/v1"
+    samples: Annotated[int, typer.Option(help="openai/vllm: samples per task.")] = 4
+    temperature: Annotated[float, typer.Option(help="openai/vllm: sampling temperature.")] = 0.8
+    max_tokens: Annotated[int, typer.Option(help="openai/vllm: max tokens per answer.")] = 2048
+    concurrency: Annotated[int, typer.Option(help="openai: requests in flight.")] = 8
+    candidates_per_task: Annotated[
+        int | None, typer.Option(help="perturb: mutations per task (default: one per operator).")
+    ] = None
+    repair_rounds: Annotated[int, typer.Option(help="Repair rounds per failed candidate.")] = 2
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Verifier actors (default: one per slot of the node resource)."),
+    ] = None
+    batch_size: Annotated[int, typer.Option(help="Candidates per actor call.")] = 8
+    commit_every: Annotated[
+        int, typer.Option(help="Verdicts per lake commit: at most what a crash costs to redo.")
+    ] = 256
+    seed: Annotated[int, typer.Option(help="Generator seed.")] = 0
+    export_dir: Annotated[
+        Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
+    ] = None
+    mix: MixOpt = None
+    verifier_settings: Annotated[
+        str | None,
+        typer.Option(
+            "--verifier-settings",
+            help='Verifier settings per domain, as JSON or a .json file: {"<domain>": '
+            '{"<key>": value}}; recorded with each verdict and in the run. Keys per domain: '
+            f"{_settings_keys()}.",
+        ),
+    ] = None
+    fast: FastOpt = False
+    sim_only: SimOnlyOpt = False  # the deprecated name of `fast`
+    unconfined: UnconfinedOpt = False
+
+    def pipeline_settings(self) -> PipelineSettings:
+        """The run's settings; a bad option raises typer.BadParameter before any work."""
+        from flows.stages import PipelineSettings
+        from generators import GENERATORS
+        from ray_actors.verify import PoolSettings
+
+        if self.generator not in GENERATORS:
+            raise typer.BadParameter(
+                f"choose one of {', '.join(GENERATORS)}", param_hint="--generator"
+            )
+        llm = None
+        if self.generator != "perturb":
+            if not self.model:
+                raise typer.BadParameter(
+                    f"the {self.generator} generator needs --model", param_hint="--model"
+                )
+            llm = {
+                "model": self.model,
+                "base_url": self.base_url,
+                "n": self.samples,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "concurrency": self.concurrency,
+            }
+        return PipelineSettings(
+            lake=self.lake.absolute(),  # a scheduled run may start in another directory
+            task_roots=tuple(self.tasks or [DEFAULT_TASKS]),
+            domains=tuple(self.domain or domain_registry.default_run()),
+            task_names=tuple(self.task) if self.task else None,
+            stages=parse_stages(self.stages),
+            generator=self.generator,
+            llm=llm,
+            candidates_per_task=self.candidates_per_task,
+            repair_rounds=self.repair_rounds,
+            limits=Limits(unconfined=self.unconfined),
+            fast=self.fast or self.sim_only,
+            verifier_settings=parse_verifier_settings(self.verifier_settings),
+            seed=self.seed,
+            pool=PoolSettings(workers=self.workers, batch_size=self.batch_size),
+            verdict_batch=self.commit_every,
+            export={"mix": parse_mix(self.mix)} if self.mix else {},
+            export_dir=self.export_dir,
+        )
+
+
+def pipeline_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command every `RunOptions` field as an option, after its own; the command
+    is called with `opts: RunOptions` instead of them."""
+    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values()]
+    own = [p for p in own if p.name != "opts"]
+    hints = typing.get_type_hints(RunOptions, include_extras=True)
+    fields = dataclasses.fields(RunOptions)
+    shared = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                          annotation=hints[f.name])
+        for f in fields
+    ]  # fmt: skip
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        opts = RunOptions(**{f.name: kwargs.pop(f.name) for f in fields})
+        if opts.sim_only:
+            typer.echo("--sim-only is deprecated: use --fast", err=True)
+        return fn(**kwargs, opts=opts)
+
+    params = own + shared
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
+# --- option values ---------------------------------------------------------------------
+
+
+def parse_stages(text: str) -> tuple[str, ...]:
+    from flows.stages import STAGES
+
+    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in wanted if s not in STAGES]
+    if bad or not wanted:
+        raise typer.BadParameter(
+            f"unknown stage(s) {', '.join(bad) or '(none given)'}; choose from {','.join(STAGES)}",
+            param_hint="--stages",
+        )
+    return wanted
+
+
+def _json_arg(text: str, hint: str) -> Any:
+    try:
+        raw = Path(text).read_text() if text.endswith(".json") else text
+        return json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise typer.BadParameter(
+            f"not JSON or a readable .json file: {e}", param_hint=hint
+        ) from None
+
+
+def parse_mix(text: str) -> dict:
+    mix = _json_arg(text, "--mix")
+    if not isinstance(mix, dict) or not set(mix) <= {"domain", "level", "origin"}:
+        raise typer.BadParameter(
+            'expected {"domain": {...}, "level": {...}, "origin": {...}} weights',
+            param_hint="--mix",
+        )
+    return mix
+
+
+def parse_verifier_settings(text: str | None) -> dict[str, dict[str, Any]]:
+    """`--verifier-settings`: domain -> that domain's settings, each checked."""
+    if not text:
+        return {}
+    given = _json_arg(text, "--verifier-settings")
+    if not isinstance(given, dict):
+        raise typer.BadParameter(
+            'expected {"<domain>": {"<key>": value}}', param_hint="--verifier-settings"
+        )
+    out = {}
+    for domain, value in given.items():
+        check_domain(domain, "--verifier-settings")
+        out[domain] = parse_settings(domain, value, "--verifier-settings")
+    return out
+
+
+def parse_settings(domain: str, value: Any, hint: str = "--settings") -> dict[str, Any]:
+    """One domain's settings (a JSON object, or its text), checked; as a dict."""
+    if isinstance(value, str):
+        value = _json_arg(value, hint)
+    try:
+        chosen = settings_for(domain, value).to_dict()
+        return {k: chosen[k] for k in value or {}}  # the keys given, checked
+    except SettingsError as e:
+        raise typer.BadParameter(str(e), param_hint=hint) from None
+
+
+def limits_for(
+    domain: str, *, fast: bool, unconfined: bool, gates: tuple[str, ...] | None = None
+) -> Limits:
+    """One domain's Limits: its fast gates (`Domain.fast_gates`), or `gates`, or all."""
+    if fast and gates is not None:
+        raise typer.BadParameter("give --fast or --gates, not both", param_hint="--gates")
+    chosen = domain_registry.get(domain).fast_gates if fast else gates
+    return Limits(gates=chosen, unconfined=unconfined)

@@ -1,0 +1,374 @@
+"""Machine or candidate: the one rule (`verifiers.sandbox.Stop`), on real processes in the
+real sandbox, through warm workers, the CAD build server's measures and a real verifier.
+
+Every assertion is about a classification, never a duration: the limits are picked so
+that each case lands on its side of the rule however loaded this machine is (a starved
+run and a tiny wall limit are the machine's; a sleeper and a run that spent its CPU
+budget are the candidate's).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from verifiers.base import GateFail
+from verifiers.cad import server as cad_server
+from verifiers.cad.verifier import build_failure, read_build
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.rtl import verifier as rtl_verifier
+from verifiers.sandbox import (
+    CPU_SPENT,
+    INSTALL_HINT,
+    SCHEDSTAT,
+    MachineFault,
+    RunResult,
+    Sandbox,
+    Stop,
+    Usage,
+    oom_kills,
+    tree_snapshot,
+)
+from verifiers.taxonomy import INFRA, category_of
+from verifiers.warm import JobTimeout, Worker, WorkerCommand
+
+ROOT = Path(__file__).resolve().parents[2]
+SPIN = "while :; do :; done"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason=f"needs bubblewrap: {INSTALL_HINT}"
+)
+
+
+# --- the rule itself -----------------------------------------------------------------------
+
+
+def wall(cpu: float, wait: float | None, wall_s: float, budget: float | None) -> str | None:
+    return Stop(wall_s, True, Usage(cpu, wait), budget).code()
+
+
+def test_the_rule_on_measured_numbers():
+    # the default limits (20 s wall, 20 s CPU): a busy loop reaches the wall at ~19.9 s CPU
+    assert wall(19.9, 0.05, 20.0, 20) == "timeout"
+    # a Yosys run that got 16 s of CPU in 20 s on a loaded machine: the machine's
+    assert wall(16.0, 4.0, 20.0, 20) == "machine_slow"
+    # a sleeper / a tool blocked forever: neither ran nor waited
+    assert wall(0.01, 0.0, 20.0, 20) == "timeout"
+    # a tiny wall limit, running all along, far under its budget
+    assert wall(0.04, 0.01, 0.05, 20) == "machine_slow"
+    # starved: a quarter of a CPU, waiting for the rest
+    assert wall(0.5, 1.5, 2.0, 2) == "machine_slow"
+    # at the CPU_SPENT share of the budget it is the candidate's, just under it not
+    assert wall(CPU_SPENT * 10, 0.0, 10.0, 10) == "timeout"
+    assert wall(CPU_SPENT * 10 - 0.1, 1.0, 10.0, 10) == "machine_slow"
+    # no schedstat on this kernel: only a run that had the CPU for half its wall
+    assert wall(0.3, None, 1.0, 20) == "timeout"
+    assert wall(0.8, None, 1.0, 20) == "machine_slow"
+    # nothing measured or no CPU budget: the candidate's, as it always was
+    assert Stop(1.0, True).code() == "timeout"
+    assert wall(0.5, 0.5, 1.0, None) == "timeout"
+
+
+def test_the_rule_on_signals():
+    kill = signal.SIGKILL
+    # a SIGKILL the harness did not send, short of the CPU limit: from outside
+    assert Stop(1.0, False, Usage(0.2, None), 20, kill).code() == "killed_externally"
+    # RLIMIT_CPU's hard limit after an ignored SIGXCPU: the candidate's
+    assert Stop(2.1, False, Usage(2.0, None), 1, kill).code() == "cpu_limit"
+    # candidate code that may signal itself: only the OOM killer's count makes it external
+    assert Stop(1.0, False, Usage(0.2, None), 20, kill, 0, self_signal=True).code() is None
+    assert Stop(1.0, False, Usage(0.2, None), 20, kill, 1, True).code() == "killed_externally"
+    # other signals, or none, are not the rule's (a crash, a limit signal)
+    assert Stop(1.0, False, Usage(0.2, None), 20, signal.SIGSEGV).code() is None
+    assert Stop(1.0, False, Usage(0.2, None), 20, None).code() is None
+    assert category_of("machine_slow") == INFRA == category_of("killed_externally")
+
+
+# --- real runs in the sandbox --------------------------------------------------------------
+
+
+def run(argv: list[str], **limits) -> RunResult:
+    with tempfile.TemporaryDirectory(prefix="crucible-machine-") as tmp:
+        sb = Sandbox(Limits(**limits))
+        return sb.run(argv, sb.prepare_workdir(Path(tmp)))
+
+
+def test_a_sleeper_is_the_candidates_timeout():
+    res = run(["sleep", "30"], timeout_s=0.5, cpu_s=20)
+    assert res.timed_out and res.limit_hit == "timeout"
+    assert res.machine_fault("sleep") is None
+
+
+def test_a_busy_loop_that_spent_its_cpu_budget_is_the_candidates():
+    # two busy processes (SIGXCPU ignored): the tree passes its 1 s budget before the wall
+    res = run(["sh", "-c", f"trap '' XCPU; ({SPIN}) & {SPIN}"], timeout_s=2.5, cpu_s=1)
+    assert res.limit_hit in ("timeout", "cpu_limit"), res.stop
+    assert res.machine_fault("sh") is None
+
+
+def test_a_tiny_wall_limit_under_a_large_cpu_budget_is_machine_slow():
+    res = run(["sh", "-c", SPIN], timeout_s=0.05, cpu_s=20)
+    assert res.limit_hit == "machine_slow", res.stop
+    fault = res.machine_fault("sh")
+    assert isinstance(fault, MachineFault) and fault.code == "machine_slow"
+    assert "CPU" in fault.detail and "wall" in fault.detail
+
+
+def test_a_tool_starved_on_a_loaded_cpu_is_machine_slow():
+    if shutil.which("taskset") is None:
+        pytest.skip("needs taskset (util-linux)")
+    hogs = [subprocess.Popen(["taskset", "-c", "0", "sh", "-c", SPIN]) for _ in range(3)]
+    try:
+        res = run(["taskset", "-c", "0", "sh", "-c", SPIN], timeout_s=1.0, cpu_s=2)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    # it got at most its share of CPU 0 in 1 s: under 90 % of a 2 s budget, waiting
+    assert res.limit_hit == "machine_slow", res.stop
+
+
+def test_the_rlimit_cpu_kill_is_the_candidates():
+    res = run(["sh", "-c", f"trap '' XCPU; {SPIN}"], timeout_s=30, cpu_s=1)
+    assert res.stop is not None and res.stop.signal == signal.SIGKILL  # the hard limit
+    assert res.limit_hit == "cpu_limit"
+
+
+def test_a_sigkill_from_outside_is_killed_externally():
+    marker = f"{time.time_ns() % 10**6}.{os.getpid()}"
+    out: list[RunResult] = []
+    t = threading.Thread(target=lambda: out.append(run(["sleep", marker], timeout_s=20)))
+    t.start()
+    target = f"sleep\0{marker}\0".encode()
+    try:
+        for _ in range(1000):
+            pids = [p for p in os.listdir("/proc") if p.isdigit()]
+            hit = [p for p in pids if _cmdline(p) == target]
+            if hit:
+                os.kill(int(hit[0]), signal.SIGKILL)
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the sandboxed sleep never showed up")
+    finally:
+        t.join(30)
+    res = out[0]
+    assert not res.timed_out
+    assert res.limit_hit == "killed_externally", res.stop
+    fault = res.machine_fault("sleep")
+    assert fault is not None and "SIGKILL" in fault.detail
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_an_exit_code_that_looks_like_a_kill_is_not_one():
+    # `exit 137` is what a shell reports for a SIGKILL: pid 1 reports the real status
+    res = run(["sh", "-c", "exit 137"])
+    assert res.returncode == 137 and res.limit_hit is None
+    assert res.machine_fault("sh") is None
+
+
+def test_candidate_code_that_kills_itself_stays_the_candidates():
+    with tempfile.TemporaryDirectory(prefix="crucible-machine-") as tmp:
+        sb = Sandbox(Limits())
+        work = sb.prepare_workdir(Path(tmp))
+        res = sb.run(["sh", "-c", "kill -9 $$"], work, self_signal=True)
+    assert res.stop is not None and res.stop.signal == signal.SIGKILL
+    if not res.stop.oom_kills:  # the OOM killer did not strike meanwhile
+        assert res.limit_hit is None
+
+
+def test_a_run_stopped_before_the_sandbox_started_is_machine_slow():
+    res = RunResult(-9, "", "", 0.01, timed_out=True, started=False, stop=Stop(0.01, True))
+    assert res.sandbox_fault is None  # not a sandbox fault: it had no time
+    assert res.limit_hit == "machine_slow"
+    assert res.machine_fault("iverilog").code == "machine_slow"
+
+
+# --- measuring a process tree --------------------------------------------------------------
+
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+
+
+def test_tree_snapshot_sees_a_childs_cpu_after_it_is_reaped():
+    # a shell that runs a CPU burner to its end (reaped: in the shell's cutime), then sleeps
+    burner = f"{sys.executable} -c '{BURN}'"
+    shell = subprocess.Popen(["sh", "-c", f"{burner}; echo done; exec sleep 30"],
+                             stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        assert shell.stdout.readline() == b"done\n"
+        snap = tree_snapshot(shell.pid)
+        assert snap.pids == (shell.pid,)  # the burner is gone
+        usage = snap.since()
+        assert usage.cpu_s >= 0.25  # its CPU came with the shell that reaped it
+        assert (usage.wait_s is None) == (not SCHEDSTAT)
+        assert tree_snapshot(shell.pid).since(snap).cpu_s < 0.25  # asleep since
+    finally:
+        shell.kill()
+        shell.wait()
+    assert oom_kills() is None or oom_kills() >= 0
+
+
+# --- warm workers --------------------------------------------------------------------------
+
+SERVER = """
+import json, os, sys, time
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+out.write('{"ready": true}\\n')
+for line in sys.stdin:
+    job = json.loads(line)
+    if job["do"] == "sleep":
+        time.sleep(3600)
+    elif job["do"] == "spin":
+        while True:
+            pass
+    out.write('{"ok": true}\\n')
+"""
+
+
+class TinyWorker(Worker):
+    prefix = "machine-rule"
+
+    def command(self, fd: int) -> WorkerCommand:
+        argv = [sys.executable, "-I", "-S", "-c", SERVER, str(fd)]
+        return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+
+
+@pytest.fixture
+def worker():
+    w = TinyWorker(Limits(), index=7)
+    yield w
+    w.close()
+
+
+def test_warm_job_that_sleeps_is_the_candidates_timeout(worker):
+    assert worker.run({"do": "echo"}, 30) == {"ok": True}
+    with pytest.raises(JobTimeout) as err:
+        worker.run({"do": "sleep"}, 0.5, cpu_s=20)
+    assert err.value.stop is not None and err.value.stop.code() == "timeout"
+
+
+def test_warm_job_that_spent_its_budget_is_the_candidates_timeout(worker):
+    with pytest.raises(JobTimeout):
+        worker.run({"do": "spin"}, 1.5, cpu_s=0.3)
+
+
+def test_warm_job_cut_short_of_its_budget_is_machine_slow(worker):
+    with pytest.raises(MachineFault) as err:
+        worker.run({"do": "spin"}, 0.5, cpu_s=20)
+    assert err.value.code == "machine_slow" and "CPU" in err.value.detail
+    assert worker.run({"do": "echo"}, 30) == {"ok": True}  # restarts, as after a time-out
+
+
+# --- the CAD build server's measures -------------------------------------------------------
+
+
+def _forked(script: str) -> int:
+    pid = os.fork()
+    if pid == 0:  # a process group of its own, as a build process has (killed whole)
+        os.setpgid(0, 0)
+        os.execv("/bin/sh", ["sh", "-c", script])
+    return pid
+
+
+def test_cad_build_server_measures_a_timed_out_build():
+    _, timed_out, sleeping = cad_server._wait(_forked("sleep 30"), 0.5, False)
+    assert timed_out and sleeping["cpu_s"] < 0.25
+    _, timed_out, spinning = cad_server._wait(_forked(SPIN), 0.5, False)
+    assert timed_out and spinning["cpu_s"] + (spinning["wait_s"] or 0) > 0.25
+    limits = {"fsize_mb": 1, "cpu_s": 20}
+    with tempfile.TemporaryDirectory() as tmp:
+        w = _HostSide(Path(tmp))
+        slept = read_build(w, Path(tmp), {**sleeping, "seconds": 0.5, "timed_out": True,
+                                          "started": True, "signal": None}, limits)  # fmt: skip
+        spun = read_build(w, Path(tmp), {**spinning, "seconds": 0.5, "timed_out": True,
+                                         "started": True, "signal": None}, limits)  # fmt: skip
+    assert slept["outcome"] == "timeout"
+    assert spun["outcome"] == "machine_slow"
+    f = build_failure(spun)
+    assert (f.status, f.code) == (Status.INFRA_ERROR, "machine_slow") and "CPU" in f.detail
+
+
+def test_cad_sigkill_is_the_machines_only_with_the_oom_killers_count():
+    limits = {"fsize_mb": 1, "cpu_s": 20}
+    base = {"seconds": 1.0, "timed_out": False, "started": True, "signal": signal.SIGKILL,
+            "cpu_s": 0.2, "wall_s": 1.0}  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        w = _HostSide(Path(tmp))
+        assert read_build(w, Path(tmp), {**base, "oom_kills": 0}, limits)["outcome"] == "crashed"
+        oom = read_build(w, Path(tmp), {**base, "oom_kills": 1}, limits)
+        spent = read_build(w, Path(tmp), {**base, "cpu_s": 21.0, "oom_kills": 0}, limits)
+    assert oom["outcome"] == "killed_externally"
+    assert build_failure(oom).status is Status.INFRA_ERROR
+    assert spent["outcome"] == "cpu_limit"
+
+
+class _HostSide:
+    """What read_build asks of a worker: its outputs (none here)."""
+
+    def __init__(self, work: Path):
+        self.work = work
+
+    def guest_path(self, host: Path) -> str:
+        return str(host)
+
+    def read_output(self, guest: str, max_bytes: int) -> bytes:
+        raise OSError("no such output")
+
+
+# --- through a real verifier ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rtl():
+    v = rtl_verifier.RtlVerifier()
+    if v.missing_tools():
+        pytest.skip("needs iverilog, verilator and yosys")
+    return v
+
+
+def test_rtl_reference_on_a_slow_machine_is_infra_machine_slow(rtl):
+    task = load_task(ROOT / "tasks" / "rtl" / "adder8")
+    v = rtl.verify(task, task.reference, Limits(timeout_s=0.05, cpu_s=20))
+    assert (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"), v.feedback
+    failed = next(c for c in v.checks if not c.ok)
+    assert "CPU" in failed.detail and "wall" in failed.detail
+    assert rtl.verify(task, task.reference).passed  # the same reference, normal limits
+
+
+def test_rtl_formal_own_timer_is_judged_by_the_rule():
+    def ran(cpu: float, wait: float) -> RunResult:
+        stop = Stop(10.5, False, Usage(cpu, wait), 15)
+        return RunResult(1, "", "", 10.5, stop=stop)
+
+    # yosys `sat -timeout 10` (a wall-clock alarm) came back undecided, starved
+    with pytest.raises(MachineFault) as err:
+        rtl_verifier._own_timer(ran(2.0, 8.0), "unknown", 10, "yosys sat")
+    assert err.value.code == "machine_slow"
+    rtl_verifier._own_timer(ran(10.3, 0.1), "unknown", 10, "yosys sat")  # it had the CPU
+    rtl_verifier._own_timer(ran(2.0, 8.0), "proven", 10, "yosys sat")  # decided: no matter
+
+
+def test_a_machine_fault_in_a_gate_is_infra():
+    from verifiers.base import fail_on_limit
+
+    res = run(["sh", "-c", SPIN], timeout_s=0.05, cpu_s=20)
+    with pytest.raises(GateFail) as err:
+        fail_on_limit(res, "sh")
+    assert (err.value.status, err.value.code) == (Status.INFRA_ERROR, "machine_slow")
