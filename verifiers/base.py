@@ -75,7 +75,8 @@ class GateFail(Exception):
 LIMIT_STATUS = {
     "timeout": (Status.TIMEOUT, "tool_timeout"),
     "output_limit": (Status.RESOURCE_LIMIT, "output_limit"),
-    "cpu_limit": (Status.RESOURCE_LIMIT, "cpu_limit"),
+    # a hang that spent its CPU budget ran out of time, as one stopped by the wall clock
+    "cpu_limit": (Status.TIMEOUT, "cpu_limit"),
     "file_size_limit": (Status.RESOURCE_LIMIT, "file_size_limit"),
     "memory_limit": (Status.RESOURCE_LIMIT, "memory_limit"),
     # the machine's, never the candidate's (`verifiers.sandbox.Stop`): retried

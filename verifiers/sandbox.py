@@ -48,7 +48,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -98,6 +98,8 @@ class SandboxUnavailable(RuntimeError):
 # the machine was slow (starved, or a wall limit too short for its budget), `machine_slow`.
 CPU_SPENT = 0.9
 BUSY_SHARE = 0.5
+CONTEND_S = 0.05  # a thread that waited this long for a CPU was runnable, not idle
+CORES = os.cpu_count() or 1
 SAMPLE_S = 0.5  # how often a long tool run's CPU waits are read
 MACHINE_CODES = ("machine_slow", "killed_externally")  # infra: retried, never a label
 _HZ = os.sysconf("SC_CLK_TCK")
@@ -123,6 +125,13 @@ class Usage:
 
     cpu_s: float
     wait_s: float | None
+    # threads that each waited at least CONTEND_S for a CPU: more of them than the machine
+    # has cores means the tree starved itself (a fork bomb, a thread storm), not the machine
+    contenders: int = 0
+
+
+def contenders(waits: Iterable[float]) -> int:
+    return sum(1 for w in waits if w >= CONTEND_S)
 
 
 @dataclass(frozen=True)
@@ -138,10 +147,14 @@ class TreeSnapshot:
         """Usage from `earlier` (a snapshot of the same tree) to this one; from the tree's
         start without one. A thread gone in between takes its wait with it (undercounted)."""
         if earlier is None:
-            wait = sum(self.waits.values())
-            return Usage(self.cpu_s, wait if self.schedstat else None)
-        wait = sum(max(0.0, w - earlier.waits.get(t, 0.0)) for t, w in self.waits.items())
-        return Usage(max(0.0, self.cpu_s - earlier.cpu_s), wait if self.schedstat else None)
+            deltas = list(self.waits.values())
+            cpu = self.cpu_s
+        else:
+            deltas = [max(0.0, w - earlier.waits.get(t, 0.0)) for t, w in self.waits.items()]
+            cpu = max(0.0, self.cpu_s - earlier.cpu_s)
+        if not self.schedstat:
+            return Usage(cpu, None)
+        return Usage(cpu, sum(deltas), contenders(deltas))
 
 
 def _stat(pid: int | str) -> list[bytes] | None:
@@ -228,6 +241,8 @@ class Stop:
         if self.wall_kill:
             if cpu is None or not self.budget_s or spent:
                 return "timeout"  # no measure or no budget: the candidate's, as it always was
+            if self.usage.contenders > CORES:
+                return "timeout"  # its own threads kept each other waiting
             busy = cpu + (self.usage.wait_s or 0.0)
             return "timeout" if busy < BUSY_SHARE * self.wall_s else "machine_slow"
         if self.signal == signal.SIGKILL:
@@ -682,11 +697,13 @@ def run_capped(
     oom1 = oom_kills()
     oom = oom1 - oom0 if oom0 is not None and oom1 is not None else None
     wait = sum(waits.values()) if SCHEDSTAT and (waits or at_kill) else None
+    rivals = contenders(waits.values())
     if at_kill is not None:
         wall, snap = at_kill
-        stop = Stop(wall, True, Usage(snap.cpu_s, wait), cpu_budget_s, oom_kills=oom)
+        use = Usage(snap.cpu_s, wait, rivals)
+        stop = Stop(wall, True, use, cpu_budget_s, oom_kills=oom)
     else:
-        use = Usage(cpu, wait)
+        use = Usage(cpu, wait, rivals)
         stop = Stop(seconds, False, use, cpu_budget_s, known, oom, self_signal)
     return RunResult(
         returncode=rc,

@@ -83,7 +83,7 @@ CODES: dict[str, tuple[str, str]] = {
     "tool_timeout": (TIMEOUT, "a tool run did not finish in the wall-clock limit"),
     "output_limit": (RESOURCE, "printed more than the output cap"),
     "memory_limit": (RESOURCE, "exceeded the memory limit"),
-    "cpu_limit": (RESOURCE, "exceeded the CPU-time limit"),
+    "cpu_limit": (TIMEOUT, "spent its whole CPU-time budget without finishing"),
     "file_size_limit": (RESOURCE, "wrote a file larger than the limit"),
     "launch_exceeds_limit": (
         RESOURCE,

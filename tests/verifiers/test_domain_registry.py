@@ -151,9 +151,9 @@ def test_spec_loaders_do_not_import_the_catalog():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
     leaf = ast.parse((ROOT / "verifiers" / "specfields.py").read_text())
-    imported = {
-        n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom) and n.module
-    } | {a.name for n in ast.walk(leaf) if isinstance(n, ast.Import) for a in n.names}
+    imported = {n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom) and n.module} | {
+        a.name for n in ast.walk(leaf) if isinstance(n, ast.Import) for a in n.names
+    }
     assert not [m for m in imported if m.startswith(("verifiers", "generators", "lake"))]
 
 

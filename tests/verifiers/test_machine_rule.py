@@ -372,3 +372,15 @@ def test_a_machine_fault_in_a_gate_is_infra():
     with pytest.raises(GateFail) as err:
         fail_on_limit(res, "sh")
     assert (err.value.status, err.value.code) == (Status.INFRA_ERROR, "machine_slow")
+
+
+def test_a_tree_that_starves_itself_is_the_candidates():
+    """A fork bomb's processes wait for each other, not for the machine: more threads
+    that each waited for a CPU than the machine has cores is the candidate's timeout."""
+    from verifiers import sandbox
+
+    busy = Usage(1.0, 30.0, contenders=sandbox.CORES + 1)
+    assert Stop(2.0, True, busy, 20).code() == "timeout"
+    alone = Usage(1.0, 30.0, contenders=1)
+    assert Stop(2.0, True, alone, 20).code() == "machine_slow"
+    assert sandbox.contenders([0.0, 0.01, 0.2, 1.0]) == 2

@@ -258,6 +258,7 @@ def _wait(pid: int, timeout_s: float, sandboxed: bool) -> tuple[int, bool, dict]
         usage = snap.since()
         measured = {"wall_s": time.perf_counter() - t0, "cpu_s": usage.cpu_s}
         measured["wait_s"] = usage.wait_s
+        measured["contenders"] = usage.contenders
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
     _, status, ru = os.wait4(pid, 0)

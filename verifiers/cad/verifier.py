@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifiers.base import Context, GateFail, Tool, Verifier
+from verifiers.base import LIMIT_STATUS, Context, GateFail, Tool, Verifier
 from verifiers.cad import anticheat
 from verifiers.cad.domain import DOMAIN, CadSettings
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
@@ -467,10 +467,14 @@ def build_stop(wait: dict, job_limits: dict) -> Stop:
     """A build as the build server measured it (`server._wait`), for `Stop.code`. The
     script's code runs there and may signal itself: a SIGKILL is the machine's only with
     the OOM killer's count as evidence."""
-    cpu, pause = wait.get("cpu_s"), wait.get("wait_s")
+    cpu, pause, rivals = wait.get("cpu_s"), wait.get("wait_s"), wait.get("contenders")
     usage = None
     if isinstance(cpu, (int, float)):
-        usage = Usage(float(cpu), float(pause) if isinstance(pause, (int, float)) else None)
+        usage = Usage(
+            float(cpu),
+            float(pause) if isinstance(pause, (int, float)) else None,
+            int(rivals) if isinstance(rivals, int) else 0,
+        )
     return Stop(
         float(wait.get("wall_s") or wait.get("seconds") or 0.0),
         wall_kill=bool(wait.get("timed_out")),
@@ -507,12 +511,8 @@ def _lease(pool: WorkerPool) -> Worker:
 
 CQ_TYPES = ("Workplane", "Sketch", "Assembly", "Shape", "Solid", "Compound", "Face", "Edge",
             "Wire", "Vertex", "Shell", "Vector", "Location", "Plane", "Selector")  # fmt: skip
-LIMIT_OUTCOMES = {
-    "timeout": (Status.TIMEOUT, "tool_timeout"),
-    "cpu_limit": (Status.RESOURCE_LIMIT, "cpu_limit"),
-    "memory_limit": (Status.RESOURCE_LIMIT, "memory_limit"),
-    "file_size_limit": (Status.RESOURCE_LIMIT, "file_size_limit"),
-}
+# the base's one table of which limit is which label (output floods are caught there too)
+LIMIT_OUTCOMES = LIMIT_STATUS
 
 
 def build_failure(build: dict) -> GateFail:

@@ -115,7 +115,9 @@ def classify_python(step: str, error: dict) -> tuple[Status, str]:
     if "FakeKernelError" in types:
         return Status.REJECTED, "torch_fallback"
     if "CandidateProcessLimit" in types or re.search(r"\bMemoryError\b", types):
-        return Status.RESOURCE_LIMIT, "cpu_limit" if "SIGXCPU" in text else "memory_limit"
+        if "SIGXCPU" in text:
+            return Status.TIMEOUT, "cpu_limit"  # as the base's LIMIT_STATUS has it
+        return Status.RESOURCE_LIMIT, "memory_limit"
     if "EmptyLaunchError" in types:
         return Status.RUNTIME_ERROR, "empty_launch"
     if "LaunchLimitError" in types or _LAUNCH.search(text):
