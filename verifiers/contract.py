@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 SPEC_VERSION = 1
-DOMAINS = ("rtl", "cuda", "triton", "cad", "embedded", "x86asm", "ascendc")
+# The domains: `verifiers.domain` (the registry of descriptors), never a list here.
 ORIGINS = ("reference", "rewrite", "perturb", "llm", "repair", "optimize")
 SPLITS = ("train", "holdout")
 

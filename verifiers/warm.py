@@ -4,9 +4,15 @@ library once (torch, cadquery) and then takes jobs, one at a time.
 A worker runs inside bubblewrap (no network, read-only system, a private writable dir at
 GUEST_WORK), or with rlimits only when the caller opted out explicitly
 (`Limits(unconfined=True)`). Jobs go in on stdin as JSON lines; results come back on a pipe
-of their own, which the candidate's prints cannot reach (they go to a capped log). A job
-that runs past its deadline kills the worker's whole process group. A domain subclasses
-`Worker` with the command that starts its server (`command()`).
+of their own, which the candidate's prints cannot reach. A job that runs past its
+deadline kills the worker's whole process group. A domain subclasses `Worker` with the
+command that starts its server (`command()`).
+
+The worker's stdout and stderr are pipes the host drains while it waits for a result: it
+counts what each stream carried during the job (a count the candidate cannot lower, as it
+could a log file's size by truncating its own stdout) and keeps the last LOG_CAP bytes
+for messages. A job given an output cap (`Worker.run(output_bytes=...)`) that prints more
+on either stream is stopped there: `OutputFlood`, the candidate's `output_limit`.
 
 Machine or candidate: the host measures the worker's process tree over each job (CPU and
 CPU wait, `verifiers.sandbox.tree_snapshot`) and judges a job that ran past its deadline,
@@ -102,6 +108,15 @@ class WorkerDied(RuntimeError):
     pass
 
 
+class OutputFlood(RuntimeError):
+    """A job printed more than its output cap on one stream (the candidate's doing:
+    `output_limit`); the worker was stopped at the cap."""
+
+    def __init__(self, stream: str, printed: int, cap: int):
+        super().__init__(f"the job printed over {cap} bytes on its {stream}; stopped at {printed}")
+        self.stream, self.printed, self.cap = stream, printed, cap
+
+
 class WorkerStartError(WorkerDied):
     """The worker could not start (never the candidate's fault)."""
 
@@ -179,7 +194,10 @@ class Worker:
         self.results = None
         self.jobs_done = 0
         self.starts = 0
-        self.log_path = self.home / "worker.log"
+        # the server's stdout / stderr: read ends of the pipes the host drains, by fd
+        self._streams: dict[int, str] = {}
+        self._printed = {"stdout": 0, "stderr": 0}  # bytes each stream carried this job
+        self._tail = bytearray()  # the last LOG_CAP bytes printed, both streams
         # a uid of its own per worker: a fork bomb in one worker cannot use up another's
         # process limit, nor can one worker's candidate signal another's processes
         slot = 1 + index % (UID_SLOTS - 1)
@@ -188,6 +206,7 @@ class Worker:
         self.work = self.home / "w0"
         self._outs = 0
         self._tree: tuple[int, ...] = ()  # the idle worker's processes (bwrap, pid 1, server)
+        self._cap: int | None = None  # the running job's output cap per stream
         self.start()
 
     # --- what a domain supplies ---------------------------------------------------------
@@ -230,6 +249,7 @@ class Worker:
         return [*sorted(prefixes), str(REPO_ROOT / "verifiers")]
 
     def start(self) -> None:
+        self._close_streams()  # a server that died on its own left its pipes open here
         self._fresh_work()
         self.before_start()
         r, w = os.pipe()
@@ -237,20 +257,31 @@ class Worker:
         uid = self._sandbox.drop_uid
         lim = spec.limits or self.limits
         cmd = confine(self.work, lim, spec.env, ro=spec.ro, rw=spec.rw, gpu=spec.gpu, uid=uid)
-        log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = _SPAWNER.submit(
-            subprocess.Popen,
-            [*cmd, *spec.argv],
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=log,
-            cwd=self.work,
-            env=spec.env if self.limits.unconfined else {"PATH": SANDBOX_PATH},
-            pass_fds=(w,),  # the result pipe keeps its fd number
-            start_new_session=True,
-        ).result()
-        os.close(w)
-        log.close()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self.proc = _SPAWNER.submit(
+                subprocess.Popen,
+                [*cmd, *spec.argv],
+                stdin=subprocess.PIPE,
+                stdout=out_w,
+                stderr=err_w,
+                cwd=self.work,
+                env=spec.env if self.limits.unconfined else {"PATH": SANDBOX_PATH},
+                pass_fds=(w,),  # the result pipe keeps its fd number
+                start_new_session=True,
+            ).result()
+        except BaseException:
+            for fd in (r, out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (w, out_w, err_w):
+                os.close(fd)
+        for fd in (out_r, err_r):
+            os.set_blocking(fd, False)
+        self._streams = {out_r: "stdout", err_r: "stderr"}
+        self._tail.clear()
         self.results = os.fdopen(r, "r")
         self.jobs_done = 0
         # the server says when it has imported its library and primed itself
@@ -273,7 +304,14 @@ class Worker:
             self.proc.stdin.close()
         with contextlib.suppress(Exception):
             self.results.close()
+        self._close_streams()
         self.proc = None
+
+    def _close_streams(self) -> None:
+        for fd in list(self._streams):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._streams.clear()
 
     def _fresh_work(self) -> None:
         """A new private dir for every start: nothing a candidate left in the last one
@@ -294,11 +332,49 @@ class Worker:
 
     # --- jobs -----------------------------------------------------------------------
     def log_tail(self, n: int = 2000) -> str:
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-n:].decode("utf-8", "replace")
+        """The last `n` bytes the server (and the candidate in it) printed."""
+        return bytes(self._tail[-n:]).decode("utf-8", "replace")
+
+    def printed(self) -> dict[str, int]:
+        """Bytes each stream carried during the last job (as far as drained)."""
+        return dict(self._printed)
+
+    def _drain_ready(self, fds: Sequence[int], cap: int | None) -> None:
+        """Read what the server printed on `fds` (ready or not: non-blocking); count it
+        for the job. Over `cap` on a stream: the worker is stopped, `OutputFlood`."""
+        for fd in fds:
+            name = self._streams.get(fd)
+            if name is None:
+                continue
+            try:
+                data = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:  # the server closed it (or died): nothing more will come
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                del self._streams[fd]
+                continue
+            self._printed[name] += len(data)
+            self._tail += data
+            if len(self._tail) > LOG_CAP:
+                del self._tail[: len(self._tail) - LOG_CAP]
+            if cap is not None and self._printed[name] > cap:
+                printed = self._printed[name]
+                self.stop()
+                raise OutputFlood(name, printed, cap)
+
+    def _drain_all(self, cap: int | None, limit_s: float = 1.0) -> None:
+        """Everything the pipes hold now (the job's last prints, written before its
+        result): until both are empty, or `limit_s` (a stray still printing)."""
+        end = time.monotonic() + limit_s
+        while self._streams and time.monotonic() < end:
+            before = sum(self._printed.values())
+            self._drain_ready(list(self._streams), cap)
+            if sum(self._printed.values()) == before:
+                return
 
     def fresh_outdir(self) -> Path:
         """A new dir for one job's outputs, made by the host under a name the candidate
@@ -337,14 +413,22 @@ class Worker:
         descriptor), only a regular file, at most `max_bytes`."""
         return read_beneath(self.work, self.host_path(guest), max_bytes)
 
-    def run(self, job: dict, timeout_s: float, cpu_s: float | None = None) -> dict:
+    def run(
+        self,
+        job: dict,
+        timeout_s: float,
+        cpu_s: float | None = None,
+        output_bytes: int | None = None,
+    ) -> dict:
         """One job's result. `cpu_s`: the CPU the job may spend (its deadline, without
-        one): past the deadline, short of it and starved, the machine was slow."""
+        one): past the deadline, short of it and starved, the machine was slow.
+        `output_bytes`: what the job may print per stream; more is `OutputFlood` (None:
+        counted, never capped)."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
-        with contextlib.suppress(OSError):  # keep the candidate's prints capped
-            if self.log_path.stat().st_size > LOG_CAP:
-                os.truncate(self.log_path, 0)
+        self._drain_all(None)  # whatever the idle server printed is not this job's
+        self._printed = {"stdout": 0, "stderr": 0}
+        self._cap = output_bytes
         began = _JobStart(
             time.perf_counter(),
             tree_snapshot(self.proc.pid, self._tree),
@@ -357,6 +441,7 @@ class Worker:
         except (BrokenPipeError, OSError):
             raise WorkerDied(f"the worker process exited: {self.log_tail()}") from None
         line = self._read_line(timeout_s, "job", began)
+        self._drain_all(output_bytes)  # printed before the result: all in the pipes now
         self.jobs_done += 1
         return json.loads(line)
 
@@ -373,6 +458,8 @@ class Worker:
         return Stop(wall, wall_kill, usage, began.budget_s, sig, oom, self_signal=True)
 
     def _died(self, code: int | None, began: _JobStart | None) -> Exception:
+        with contextlib.suppress(OutputFlood):  # its last words, for the message
+            self._drain_all(None)
         tail = self.log_tail()
         if began is not None:
             stop = self._job_stop(began, wall_kill=False, code=code)
@@ -381,8 +468,11 @@ class Worker:
         return WorkerDied(f"the worker process exited (status {code}): {tail}")
 
     def _read_line(self, timeout_s: float, what: str, began: _JobStart | None = None) -> str:
+        """The server's next result line, draining its prints meanwhile (a job's are
+        capped at `self._cap`, set by `run`)."""
         deadline = time.monotonic() + timeout_s
         fd = self.results.fileno()
+        cap = self._cap if began is not None else None
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -395,8 +485,11 @@ class Worker:
                 err = JobTimeout(f"no result in {timeout_s:.0f}s")
                 err.stop = stop
                 raise err
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if ready:
+            ready, _, _ = select.select([fd, *self._streams], [], [], min(left, 1.0))
+            prints = [x for x in ready if x != fd]
+            if prints:
+                self._drain_ready(prints, cap)  # OutputFlood: the worker is stopped
+            if fd in ready:
                 line = self.results.readline()
                 if not line:
                     code = self.proc.wait(timeout=10) if self.proc else None

@@ -27,6 +27,12 @@ class KernelSettings(VerifierSettings):
     compile_baseline: bool = setting(
         False, "also time torch.compile of the reference (slow, once per task)"
     )
+    compile_timeout_s: float = setting(
+        60.0,
+        "wall-clock seconds a compile may take at least (nvcc legitimately takes tens): "
+        "nvcc's limit (its CPU budget as large), and the floor of the runner's build jobs' "
+        "(max(3 x Limits.timeout_s, this))",
+    )
 
     def __post_init__(self) -> None:
         if self.device is not None and self.device not in DEVICES:
@@ -36,6 +42,8 @@ class KernelSettings(VerifierSettings):
             )
         if self.workers is not None and self.workers < 1:
             raise SettingsError("kernel verifier settings: workers must be at least 1")
+        if not self.compile_timeout_s > 0:
+            raise SettingsError("kernel verifier settings: compile_timeout_s must be positive")
 
 
 _PYTHON_FILE = r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)"

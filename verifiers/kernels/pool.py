@@ -22,6 +22,27 @@ from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
 SHM_MIN_BYTES = 8 * 2**30
 RUNNER_FSIZE_MB = 16384  # one output file may be this large
+# Limits a runner's sandbox is not built from: each job gets them itself (its deadline,
+# the CPU budget the machine rule measures it by, its output cap: `Worker.run`), or the
+# host applies them (code size, feedback, which gates). Every other field shapes the
+# sandbox (its rlimits, /tmp's size, confined or not) and keys the pool (`runner_limits`).
+PER_JOB_LIMITS = (
+    "timeout_s",
+    "cpu_s",
+    "output_bytes",
+    "max_code_bytes",
+    "feedback_chars",
+    "formal_timeout_s",
+    "gates",
+)
+
+
+def runner_limits(limits: Limits) -> Limits:
+    """`limits` with the per-job fields at their defaults: what a runner's sandbox is
+    built from, and so the key of its pool (calls whose limits differ only per job share
+    warm runners; any other difference gets runners of its own)."""
+    default = Limits()
+    return dataclasses.replace(limits, **{f: getattr(default, f) for f in PER_JOB_LIMITS})
 
 
 @dataclass
