@@ -24,13 +24,24 @@ def _rows(lake: Path, table: str, columns: list[str]) -> list[dict]:
 
 
 def load(lake: Path) -> tuple[set[str], dict[tuple[str, str], tuple[str, str]]]:
+    """Candidate ids, and (candidate, verifier with its version's gate list) -> the last
+    (status, code). The version number itself is left out of the key, so a verifier
+    version bump compares verdict to verdict; `versions` reports the bump."""
     cands = {r["candidate_id"] for r in _rows(lake, "candidates", ["candidate_id"])}
     verdicts: dict[tuple[str, str], tuple[str, str]] = {}
-    cols = ["candidate_id", "verifier_version", "status", "code", "created_at"]
+    cols = ["candidate_id", "verifier", "verifier_version", "status", "code", "created_at"]
     for r in sorted(_rows(lake, "verdicts", cols), key=lambda r: r["created_at"]):
-        # the last verdict per (candidate, version): an infra_error retried later is replaced
-        verdicts[(r["candidate_id"], r["verifier_version"])] = (r["status"], r["code"] or "")
+        # partial versions ("2+gates:a,b") keep their gate list: a different verdict kind
+        gates = r["verifier_version"].partition("+")[2]
+        key = (r["candidate_id"], f"{r['verifier']}{'+' + gates if gates else ''}")
+        # the last verdict per key: an infra_error retried later is replaced
+        verdicts[key] = (r["status"], r["code"] or "")
     return cands, verdicts
+
+
+def versions(lake: Path) -> dict[str, int]:
+    rows = _rows(lake, "verdicts", ["verifier", "verifier_version"])
+    return dict(Counter(f"{r['verifier']} {r['verifier_version']}" for r in rows))
 
 
 def compare(before: Path, after: Path) -> dict:
@@ -44,6 +55,7 @@ def compare(before: Path, after: Path) -> dict:
         "only_before": sorted(cb - ca),
         "only_after": sorted(ca - cb),
         "verdicts": {"before": len(vb), "after": len(va), "common": len(common)},
+        "versions": {"before": versions(before), "after": versions(after)},
         "verdict_keys_only_before": sorted(map(list, vb.keys() - va.keys())),
         "verdict_keys_only_after": sorted(map(list, va.keys() - vb.keys())),
         "status_before": dict(Counter(s for s, _ in vb.values())),
@@ -75,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{what:28}{c['before']:>10}{c['after']:>10}{c['common']:>10}")
     for s in sorted(set(r["status_before"]) | set(r["status_after"])):
         print(f"  {s:26}{r['status_before'].get(s, 0):>10}{r['status_after'].get(s, 0):>10}")
+    print(f"verifier versions before: {r['versions']['before']}")
+    print(f"verifier versions after:  {r['versions']['after']}")
     print(f"candidate ids only before / after: {len(r['only_before'])} / {len(r['only_after'])}")
     print(f"status differences: {len(r['status_differences'])}")
     for d in r["status_differences"][:50]:

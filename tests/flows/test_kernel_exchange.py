@@ -174,7 +174,7 @@ def test_ingest_refuses_bad_lines_keeps_the_rest_and_is_idempotent(exchanged, tm
     assert "+gates:" in err
     full, err = pending(lake)
     assert {x["candidate"]["candidate_id"] for x in full} == set(by_id)
-    assert {r[3] for r in rows} == {"1+gates:parse,anticheat,compile,launch,correct"}
+    assert {r[3] for r in rows} == {"2+gates:parse,anticheat,compile,launch,correct"}
 
 
 def test_ingest_needs_an_existing_lake_and_files(tmp_path):

@@ -70,7 +70,7 @@ def test_triton_pipeline_on_cpu_then_cpu_gates_pass_the_reference(tmp_path, harn
     again = pipeline_flow(replace(settings, stages=("verify",), limits=Limits(gates=CPU_GATES)))
     assert again["counts"]["verified"] == n_cand
     versions = q(lake, "SELECT DISTINCT verifier_version FROM verdicts ORDER BY 1")
-    assert versions == [("1",), ("1+gates:" + ",".join(CPU_GATES),)]
+    assert versions == [("2",), ("2+gates:" + ",".join(CPU_GATES),)]
     third = pipeline_flow(replace(settings, stages=("verify",), limits=Limits(gates=CPU_GATES)))
     assert third["counts"].get("verified", 0) == 0
     seen = by_origin(lake)

@@ -23,7 +23,7 @@ with `Limits.gates = gates_here`.
 What a case checks that is not plain status:
 - hostile candidates (hang, flood, fork bomb, forged pass, infra text) go through the
   adversarial suite's `Outside` (canaries, no process or file of a sandbox uid left; for
-  verifiers with warm pools, no stray below any worker: `test_hostile_cad.check`), and an
+  verifiers with warm pools, no stray below any worker: `harness.check`), and an
   innocent reference still passes on the same verifier afterwards;
 - a missing tool is made really absent (a PATH without it, a module that cannot be
   imported, nvcc's fixed install dirs emptied) for a fresh verifier of the descriptor's
@@ -32,7 +32,9 @@ What a case checks that is not plain status:
   a sandbox (a stand-in `bwrap` that fails the way a kernel without user namespaces does),
   with the sandbox's cached probe cleared so the verifier probes again;
 - the slow machine: a tiny wall limit (Limits.timeout_s) and a large CPU budget on a
-  variant of the reference no cache has seen: `infra_error` / `machine_slow`.
+  variant of the reference no cache has seen: `infra_error` / `machine_slow`. A domain
+  whose tools have wall limits of their own (a verifier setting, e.g. nvcc's floor) gives
+  a verifier with those tiny too (`slow_machine_verifier`).
 """
 
 from __future__ import annotations
@@ -123,6 +125,12 @@ class DomainFixtures:
     def fresh_verifier(self) -> Verifier:
         """A new instance of the descriptor's verifier class (it probes its tools anew)."""
         return domains.load_dotted(self.descriptor.verifier)()
+
+    def slow_machine_verifier(self) -> Verifier:
+        """The verifier of the slow-machine case: the one under test, unless the domain's
+        tools run under wall limits of their own (settings, not Limits.timeout_s), which
+        it then builds tiny (`registry.get_verifier(domain, settings={...})`)."""
+        return self.verifier()
 
     def make_past_static_gate(self) -> Verifier | None:
         """A test-only verifier whose static anti-cheat lets everything through (None: the
@@ -287,9 +295,7 @@ def contained(outside: harness.Outside, v: Verdict, family, verifier) -> None:
     """The adversarial suite's check: not a pass, in `family`, no canary read, nothing
     left; with warm pools, no stray process below any of the verifier's workers."""
     if getattr(verifier, "_pools", None) is not None:
-        from tests.adversarial.cad.test_hostile_cad import check
-
-        check(outside, v, family, verifier)
+        harness.check(outside, v, family, verifier)
     else:
         outside.check(v, family, settle_s=15.0)
 
@@ -481,7 +487,8 @@ class ConformanceCases:
 
     # 10. a slow machine is infra_error machine_slow
     def test_slow_machine_is_infra_machine_slow(self, fx):
-        v = fx.verify(fx.uncached(fx.reference()), fx.limits(**SLOW_LIMITS))
+        verifier = fx.slow_machine_verifier()
+        v = fx.verify(fx.uncached(fx.reference()), fx.limits(**SLOW_LIMITS), verifier)
         assert (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"), (
             f"a {SLOW_LIMITS['timeout_s']}s wall limit with a {SLOW_LIMITS['cpu_s']}s CPU "
             f"budget on the reference: {show(v)}"

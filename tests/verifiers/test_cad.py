@@ -277,7 +277,7 @@ def test_asking_for_the_surface_gate_alone_runs_what_it_needs(cad):
     assert [c.name for c in v.checks] == ["format", "anticheat", "build", "solid", "iou", "surface"]
     v = cad.verify(make_task(), PLATE.replace("WIDTH = 60.0", "WIDTH = 64.0"), Limits(gates=()))
     assert v.status is Status.PASS and [c.name for c in v.checks][-1] == "build"
-    assert v.verifier_version == "1+gates:anticheat,build"
+    assert v.verifier_version == "2+gates:anticheat,build"
 
 
 # --- the build process cannot reach the reference ---------------------------------------

@@ -16,6 +16,7 @@ import pytest
 
 from tests.verifiers.conformance import (
     INFRA_TEXT,
+    SLOW_LIMITS,
     ConformanceCases,
     DomainFixtures,
     fixtures_class,
@@ -103,6 +104,13 @@ class CudaFixtures(_KernelFixtures):
         from tests.adversarial.kernel_kit import StaticGateBypassedCudaVerifierForTests
 
         return StaticGateBypassedCudaVerifierForTests(workers=1)
+
+    def slow_machine_verifier(self):
+        # on the CPU path the reference meets only nvcc, whose wall limit is the verifier's
+        # compile floor (a setting), not Limits.timeout_s: as tiny as the case's wall limit
+        return registry.get_verifier(
+            self.domain, settings={"compile_timeout_s": SLOW_LIMITS["timeout_s"]}
+        )
 
     def uncached(self, code: str) -> str:
         # nvcc's cache keys on the CUDA source: the nonce goes inside it

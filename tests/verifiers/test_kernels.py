@@ -483,6 +483,220 @@ def test_extension_path_compiles_against_torch_headers(cuda_v, relu_c):
     assert v.status is Status.INFRA_ERROR and v.code == "no_gpu"
 
 
+# --- output floods, the runners' limits, the compile floor, missing tools ------------------
+def _printing(n: int, chunk: int = 4096) -> str:
+    """The Triton relu printing `n` lines of `chunk` bytes while it is built."""
+    init = "        super().__init__()\n"
+    loop = f"        for i in range({n}):\n            print('x' * {chunk})\n"
+    return TRITON_RELU.replace(init, init + loop)
+
+
+PRINTING_SERVER = """
+import json, os, sys
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+out.write('{"ready": true}\\n')
+for line in sys.stdin:
+    job = json.loads(line)
+    for _ in range(job["chunks"]):
+        os.write(job.get("fd", 1), b"p" * 4096)
+        if job.get("truncate"):
+            try:
+                os.ftruncate(1, 0)
+            except OSError:
+                pass
+    out.write('{"ok": true}\\n')
+"""
+
+
+def test_a_warm_worker_counts_what_each_job_prints():
+    """verifiers.warm, for every domain: the host drains the server's stdout and stderr
+    and counts each job's bytes per stream; over the job's cap it stops the worker
+    (`OutputFlood`); truncating its stdout does not lower the count; no cap, no limit."""
+    from verifiers.warm import OutputFlood, Worker, WorkerCommand
+
+    class Printer(Worker):
+        prefix = "printer"
+
+        def command(self, fd: int) -> WorkerCommand:
+            argv = [sys.executable, "-I", "-S", "-c", PRINTING_SERVER, str(fd)]
+            return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+
+    w = Printer(Limits(), index=5)
+    try:
+        assert w.run({"chunks": 4}, 30, output_bytes=64 * 1024) == {"ok": True}
+        assert w.printed() == {"stdout": 4 * 4096, "stderr": 0}
+        assert w.log_tail(10) == "p" * 10
+        assert w.run({"chunks": 4, "fd": 2}, 30, output_bytes=5 * 4096) == {"ok": True}
+        assert w.printed() == {"stdout": 0, "stderr": 4 * 4096}  # each job afresh
+        # 64 MiB without a cap (a domain whose candidates print elsewhere): counted only
+        assert w.run({"chunks": 16384}, 60) == {"ok": True}
+        assert w.printed()["stdout"] == 16384 * 4096
+        for job in ({"chunks": 64}, {"chunks": 64, "truncate": True}, {"chunks": 64, "fd": 2}):
+            with pytest.raises(OutputFlood) as err:
+                w.run(job, 30, output_bytes=64 * 1024)
+            assert err.value.printed > err.value.cap == 64 * 1024
+            assert err.value.stream == ("stderr" if job.get("fd") == 2 else "stdout")
+            assert w.proc is None  # stopped at the cap
+        assert w.run({"chunks": 1}, 30, output_bytes=64 * 1024) == {"ok": True}  # restarted
+    finally:
+        w.close()
+
+
+def test_an_output_flood_is_output_limit(triton_v, relu_t):
+    """The runner's prints go to pipes the host drains and counts per job: past
+    Limits.output_bytes on a stream the job is stopped, the candidate's output_limit."""
+    v = check(triton_v, relu_t, _printing(256), output_bytes=64 * 1024)  # 1 MiB
+    assert (v.status, v.code, failed_gate(v)) == (
+        Status.RESOURCE_LIMIT,
+        "output_limit",
+        "compile",
+    ), v.feedback
+    assert "65536 bytes" in v.feedback
+    # an endless flood is stopped at the cap, not by the wall clock
+    endless = TRITON_RELU.replace(
+        "        super().__init__()\n",
+        "        super().__init__()\n        while True:\n            print('y' * 4096)\n",
+    )
+    v = check(triton_v, relu_t, endless, output_bytes=64 * 1024, timeout_s=60.0)
+    assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "output_limit"), v.feedback
+    assert v.duration_ms < 30_000, v.duration_ms
+    # under the cap a candidate may print (each job's count starts afresh)
+    v = check(triton_v, relu_t, _printing(4), output_bytes=64 * 1024)
+    assert v.status is Status.PASS, v.feedback
+
+
+def test_pools_are_keyed_by_the_runners_sandbox_limits():
+    """Calls whose limits differ only per job (deadline, CPU budget, output cap, gates)
+    share warm runners; any other difference (memory, processes, file size, confinement)
+    gets runners of its own, never an earlier call's."""
+    from verifiers.kernels.pool import PER_JOB_LIMITS, runner_limits
+
+    v = TritonVerifier(device="cpu", workers=1)
+    try:
+        base = v.pool(Limits())
+        same = Limits(timeout_s=3.0, cpu_s=7, output_bytes=1024, gates=("parse",))
+        assert v.pool(same) is base
+        assert v.pool(Limits(), aot=True) is not base
+        for change in ({"memory_mb": 1024}, {"nproc": 16}, {"fsize_mb": 32}):
+            pool = v.pool(Limits(**change))
+            assert pool is not base and pool is v.pool(Limits(cpu_s=5, **change))
+            [(name, value)] = change.items()
+            assert getattr(pool.spec.limits, name) == value
+            assert pool.gpu is base.gpu  # one GPU: timing is alone across every pool
+        assert all(getattr(base.spec.limits, f) == getattr(Limits(), f) for f in PER_JOB_LIMITS)
+        assert runner_limits(same) == runner_limits(Limits())
+    finally:
+        v.close()  # no runner was started: pools start theirs on the first lease
+
+
+def test_the_runners_sandbox_does_not_depend_on_per_job_limits(tmp_path):
+    """What `runner_limits` sets aside really is per job: the worker's sandbox command
+    is the same whatever those fields say (else a pool would run one call's sandbox for
+    another's limits)."""
+    import dataclasses
+
+    from verifiers.kernels.pool import PER_JOB_LIMITS
+    from verifiers.warm import confine
+
+    base = Limits()
+    other = {"gates": ("parse",)}
+    for f in PER_JOB_LIMITS:
+        value = other.get(f, getattr(base, f))
+        if f not in other:
+            value = type(value)(value * 3 + 1)
+        changed = dataclasses.replace(base, **{f: value})
+        assert confine(tmp_path, changed, {}) == confine(tmp_path, base, {}), f
+    assert confine(tmp_path, Limits(fsize_mb=7), {}) != confine(tmp_path, base, {})
+
+
+def test_each_call_gets_its_own_cpu_budget(triton_v, relu_t, monkeypatch):
+    """Two calls with different cpu_s on one verifier (one pool): each job is measured
+    against its own call's CPU budget (the machine rule's), not the first call's."""
+    from verifiers import warm
+
+    budgets: list[float] = []
+    real = warm.Worker._read_line
+
+    def spy(self, timeout_s, what, began=None):
+        if began is not None:
+            budgets.append(began.budget_s)
+        return real(self, timeout_s, what, began)
+
+    monkeypatch.setattr(warm.Worker, "_read_line", spy)
+    gates = ("parse", "anticheat", "compile")
+    for cpu in (7, 11):
+        assert check(triton_v, relu_t, TRITON_RELU, gates=gates, cpu_s=cpu).status is Status.PASS
+    assert budgets and set(budgets[: len(budgets) // 2]) == {7}, budgets
+    assert set(budgets[len(budgets) // 2 :]) == {11}, budgets
+
+
+def test_compile_timeout_is_a_setting(relu_c, monkeypatch, tmp_path):
+    """nvcc's wall limit (and the floor of the runner's build jobs) is
+    KernelSettings.compile_timeout_s, its CPU budget at least as large: a run the wall
+    clock cuts short of it is the machine's (machine_slow), never the candidate's."""
+    from verifiers.kernels import nvcc
+    from verifiers.kernels import verifier as kv
+    from verifiers.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="compile_timeout_s"):
+        CudaVerifier(device="cpu", compile_timeout_s=0)
+    v = CudaVerifier(device="cpu", compile_timeout_s=90.0, cache_dir=tmp_path)
+    assert v.settings.recorded() == {"device": "cpu", "compile_timeout_s": 90.0,
+                                     "cache_dir": str(tmp_path)}  # fmt: skip
+    seen = {}
+    real_compile = kv.compile_cubin
+
+    def compile_spy(src, sandbox, **kw):
+        seen["compile"] = kw["timeout_s"]
+        return real_compile(src, sandbox, **kw)
+
+    def run_spy(self, argv, workdir, **kw):
+        seen["run"] = (kw["timeout_s"], kw["cpu_s"])
+        return real_run(self, argv, workdir, **kw)
+
+    real_run = nvcc.Sandbox.run
+    monkeypatch.setattr(kv, "compile_cubin", compile_spy)
+    monkeypatch.setattr(nvcc.Sandbox, "run", run_spy)
+    ctx = type("Ctx", (), {"state": {}, "limits": Limits(timeout_s=2.0)})()
+    assert v._build_timeout(ctx) == 90.0
+    if find_nvcc() is None:
+        return
+    marker = 'CUDA_SRC = r"""'
+    code = CUDA_RELU.replace(marker, f"{marker}\n// nonce {tmp_path.name}", 1)
+    ok = v.verify(relu_c, code, Limits(gates=("parse", "anticheat", "compile")))
+    assert ok.status is Status.PASS, ok.feedback
+    assert seen["compile"] == 90.0
+    wall, cpu = seen["run"]
+    assert wall == 90.0 and cpu >= wall
+    # tiny: the uncached compile is cut by its wall, well under its CPU budget
+    slow = CudaVerifier(device="cpu", compile_timeout_s=0.01, cache_dir=tmp_path)
+    code = CUDA_RELU.replace(marker, f"{marker}\n// nonce 2 {tmp_path.name}", 1)
+    v = slow.verify(relu_c, code, Limits(gates=("parse", "anticheat", "compile")))
+    assert (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"), v.feedback
+    assert "cpu" in v.feedback.lower()
+
+
+def test_missing_tools_name_the_descriptors_install_hint(relu_t, relu_c, monkeypatch):
+    from verifiers import domain as domains
+    from verifiers.kernels import verifier as kv
+
+    # Triton itself missing (torch present): tool_missing, the triton domain's hint
+    monkeypatch.setitem(sys.modules, "triton", None)
+    tv = TritonVerifier(device="cpu")
+    assert [t.name for t in tv.missing_tools()] == ["triton"]
+    v = tv.verify(relu_t, TRITON_RELU)
+    assert (v.status, v.code) == (Status.INFRA_ERROR, "tool_missing")
+    assert domains.get("triton").install in v.feedback
+    monkeypatch.undo()
+    # nvcc missing: its own install text and the cuda domain's hint
+    monkeypatch.setattr(kv, "find_nvcc", lambda: None)
+    cv = CudaVerifier(device="cpu")
+    v = cv.verify(relu_c, CUDA_RELU)
+    assert (v.status, v.code) == (Status.INFRA_ERROR, "tool_missing")
+    assert domains.get("cuda").install in v.feedback
+    assert kv.NVCC_INSTALL_HINT in v.feedback
+
+
 # --- the worker: JSONL in, verdicts out -----------------------------------------------------
 def test_worker_jsonl(tmp_path, relu_t):
     good = Candidate(relu_t.task_id, TRITON_RELU, "llm", "test")

@@ -117,7 +117,8 @@ class CadJudgeWorker(CadWorker):
 class CadVerifier(Verifier):
     domain = "cad"
     name = "cad-verifier"
-    version = "1"
+    # 2: a spent CPU budget is a timeout (was resource_limit); the machine rule
+    version = "2"
     resource = "cad"
     gates = DOMAIN.gate_names
     always = ("anticheat", "build")

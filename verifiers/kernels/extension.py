@@ -121,6 +121,14 @@ def compile_only(ctx: Context) -> str:
             raise GateFail(
                 Status.TIMEOUT, "tool_timeout", "nvcc did not finish compiling the extension"
             )
+        if res.output_capped:  # its messages about the candidate's sources: a flood
+            raise GateFail(
+                Status.RESOURCE_LIMIT,
+                "output_limit",
+                f"nvcc printed more than {ctx.limits.output_bytes} bytes about the "
+                "extension's sources; stopped",
+                feedback=(res.stderr + res.stdout)[-2000:],
+            )
         if res.returncode != 0:
             raise nvcc_failure(res.stderr + res.stdout)
     seconds = time.perf_counter() - t0

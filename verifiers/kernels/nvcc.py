@@ -69,6 +69,7 @@ class CompileResult:
     seconds: float
     cached: bool
     timed_out: bool = False
+    output_capped: bool = False  # nvcc printed more than Limits.output_bytes: stopped
 
 
 @functools.cache
@@ -90,7 +91,10 @@ def compile_cubin(
     timeout_s: float = 60.0,
     extra_flags: tuple[str, ...] = (),
 ) -> CompileResult:
-    """Compile `source` to a cubin for `arch`; cached by (source, flags, nvcc version)."""
+    """Compile `source` to a cubin for `arch`; cached by (source, flags, nvcc version).
+    `timeout_s`: nvcc's wall-clock limit (`KernelSettings.compile_timeout_s`); its CPU
+    budget is as large, so a run the wall clock cut short of it is the machine's
+    (`machine_slow`, raised as a MachineFault), never a candidate's time-out."""
     nvcc = nvcc or find_nvcc()
     if nvcc is None:
         raise FileNotFoundError(f"nvcc not found: {INSTALL_HINT}")
@@ -129,12 +133,23 @@ def compile_cubin(
         if res.timed_out:
             return CompileResult(
                 False,
-                f"nvcc did not finish in {timeout_s:.0f}s",
+                f"nvcc did not finish in {timeout_s:g}s",
                 None,
                 {},
                 seconds,
                 False,
                 timed_out=True,
+            )
+        if res.output_capped:  # not cached: the cap is the caller's, not the source's
+            return CompileResult(
+                False,
+                f"nvcc printed more than {sandbox.limits.output_bytes} bytes about this "
+                f"source; stopped:\n{(res.stderr + res.stdout)[-2000:]}",
+                None,
+                {},
+                seconds,
+                False,
+                output_capped=True,
             )
         log = res.stderr + res.stdout
         cubin = None

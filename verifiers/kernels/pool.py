@@ -150,7 +150,9 @@ class GpuLock:
 class KernelPool(WorkerPool):
     """Kernel runners plus the lock that gives timing the GPU alone."""
 
-    def __init__(self, spec: WorkerSpec, size: int):
+    def __init__(self, spec: WorkerSpec, size: int, gpu: GpuLock | None = None):
         super().__init__(lambda i: KernelWorker(spec, i), size)
         self.spec = spec
-        self.gpu = GpuLock()  # timing alone on the GPU; everything else may share it
+        # timing alone on the GPU; everything else may share it. One GPU, one lock: a
+        # verifier's pools (one per distinct sandbox) share theirs
+        self.gpu = gpu or GpuLock()

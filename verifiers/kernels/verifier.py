@@ -21,6 +21,7 @@ import ast
 import base64
 import dataclasses
 import functools
+import importlib.util
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from verifiers import domain as domains
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.contract import Limits, Status, Task, Verdict
 from verifiers.kernels import anticheat
@@ -38,10 +40,17 @@ from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
-from verifiers.kernels.pool import KernelPool, WorkerSpec
+from verifiers.kernels.pool import GpuLock, KernelPool, WorkerSpec, runner_limits
 from verifiers.kernels.redact import runner_problem
 from verifiers.sandbox import MachineFault
-from verifiers.warm import JobTimeout, OutputRefused, WorkerDied, WorkerStartError, verify_on_pool
+from verifiers.warm import (
+    JobTimeout,
+    OutputFlood,
+    OutputRefused,
+    WorkerDied,
+    WorkerStartError,
+    verify_on_pool,
+)
 
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 IMPLAUSIBLE_SPEEDUP = 50.0
@@ -108,7 +117,9 @@ def cuda_path(code: str) -> str | None:
 
 
 class KernelVerifier(Verifier):
-    version = "1"
+    # 2: an output flood is the candidate's resource_limit (it passed before); a spent
+    # CPU budget is a timeout; the machine rule (machine_slow, killed_externally)
+    version = "2"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
@@ -139,8 +150,11 @@ class KernelVerifier(Verifier):
         self._device = s.device
         self._workers = s.workers
         self.cache_dir = Path(s.cache_dir) if s.cache_dir else default_cache_dir()
-        self._pools: dict[tuple[bool, bool], KernelPool] = {}
+        self.compile_timeout_s = s.compile_timeout_s
+        # by the limits the runners' sandboxes are built from (`runner_limits`), and aot
+        self._pools: dict[tuple[Limits, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
+        self._gpu = GpuLock()  # shared by every pool: one GPU, timed alone
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
         # not interleave between the threads that verify candidates side by side
@@ -155,12 +169,18 @@ class KernelVerifier(Verifier):
             self._device = _device_kind()
         return self._device
 
+    @property
+    def install_hint(self) -> str:
+        """How to install this domain's toolchain (its descriptor's)."""
+        return domains.get(self.domain).install
+
+    def python_tool(self, module: str) -> Tool:
+        return Tool(module, "python3", ("python3", "--version"), self.install_hint)
+
     def missing_tools(self) -> list[Tool]:
         missing = super().missing_tools()
         if self.device == "none":
-            missing.append(
-                Tool("torch", "python3", ("python3", "--version"), "pip install -e '.[gpu]'")
-            )
+            missing.append(self.python_tool("torch"))
         return missing
 
     def toolchain(self) -> dict[str, str]:
@@ -184,16 +204,20 @@ class KernelVerifier(Verifier):
         return {}
 
     def pool(self, limits: Limits, aot: bool = False) -> KernelPool:
+        """The warm runners for `limits`: one pool per distinct sandbox (every Limits
+        field but the per-job ones, `pool.runner_limits`), so a call's memory, process
+        and file limits are its own, never an earlier call's."""
+        key = (runner_limits(limits), aot)
         with self._pool_lock:
-            pool = self._pools.get((limits.unconfined, aot))
+            pool = self._pools.get(key)
             if pool is None:
                 n = self._workers
                 if not n:
                     cores = os.cpu_count() or 2
                     n = min(8, cores) if self.device == "cuda" else min(2, cores)
-                spec = WorkerSpec(self.device, limits, aot=aot)
-                pool = KernelPool(spec, n)
-                self._pools[(limits.unconfined, aot)] = pool
+                spec = WorkerSpec(self.device, key[0], aot=aot)
+                pool = KernelPool(spec, n, gpu=self._gpu)
+                self._pools[key] = pool
             return pool
 
     def close(self) -> None:
@@ -434,7 +458,7 @@ class KernelVerifier(Verifier):
     def _build_timeout(self, ctx: Context) -> float:
         if ctx.state.get("path") == "extension":
             return EXTENSION_BUILD_S
-        return max(ctx.limits.timeout_s * 3, 60.0)
+        return max(ctx.limits.timeout_s * 3, self.compile_timeout_s)
 
     def _job(
         self, ctx: Context, steps: list[str], timeout_s: float, *, aot: bool = False, **extra
@@ -472,10 +496,21 @@ class KernelVerifier(Verifier):
             job["out_dir"] = ctx.state["out_dir"] = worker.guest_path(out)
         t0 = time.perf_counter()
         try:
-            res = worker.run(job, timeout_s, cpu_s=ctx.limits.cpu_s)
+            res = worker.run(
+                job, timeout_s, cpu_s=ctx.limits.cpu_s, output_bytes=ctx.limits.output_bytes
+            )
         except MachineFault:  # the machine, not the candidate: infra (verifiers.base)
             ctx.state["dirty"] = True
             raise
+        except OutputFlood as e:  # the runner was stopped at the cap
+            ctx.state["dirty"] = True
+            raise GateFail(
+                Status.RESOURCE_LIMIT,
+                "output_limit",
+                f"{'/'.join(steps)}: {e}",
+                feedback=f"the candidate printed more than {e.cap} bytes on its {e.stream} "
+                f"during {'/'.join(steps)}; print less (or nothing)",
+            ) from None
         except JobTimeout as e:
             ctx.state["dirty"] = True
             raise GateFail(
@@ -656,6 +691,16 @@ class TritonVerifier(KernelVerifier):
     domain = "triton"
     name = "triton-verifier"
 
+    def missing_tools(self) -> list[Tool]:
+        missing = super().missing_tools()
+        try:
+            found = importlib.util.find_spec("triton") is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(self.python_tool("triton"))
+        return missing
+
     def _extra_toolchain(self) -> dict[str, str]:
         try:
             import triton
@@ -693,7 +738,11 @@ class CudaVerifier(KernelVerifier):
     def missing_tools(self) -> list[Tool]:
         # nvcc is often off PATH (/usr/local/cuda/bin): find_nvcc looks there too
         missing = [t for t in super().missing_tools() if t.name != "nvcc"]
-        return missing + ([self.tools[0]] if find_nvcc() is None else [])
+        if find_nvcc() is None:
+            nvcc = self.tools[0]
+            hint = f"{nvcc.install}; the {self.domain} toolchain: {self.install_hint}"
+            missing.append(dataclasses.replace(nvcc, install=hint))
+        return missing
 
     def _extra_toolchain(self) -> dict[str, str]:
         from verifiers.kernels.nvcc import nvcc_version
@@ -720,12 +769,16 @@ class CudaVerifier(KernelVerifier):
     def compile_domain(self, ctx: Context) -> str:
         if ctx.state["path"] == "device":
             src = ctx.state["cuda_src"]
-            res = compile_cubin(src, ctx.sandbox, cache_dir=self.cache_dir)
+            res = compile_cubin(
+                src, ctx.sandbox, cache_dir=self.cache_dir, timeout_s=self.compile_timeout_s
+            )
             ctx.tool_seconds += res.seconds
             ctx.metrics["nvcc_seconds"] = round(res.seconds, 4)
             ctx.metrics["nvcc_cached"] = res.cached
             if res.timed_out:
                 raise GateFail(Status.TIMEOUT, "tool_timeout", res.log)
+            if res.output_capped:  # its messages about the candidate's source: a flood
+                raise GateFail(Status.RESOURCE_LIMIT, "output_limit", res.log)
             if not res.ok:
                 raise nvcc_failure(res.log)
             ctx.metrics["ptxas"] = {

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,12 +21,11 @@ import pytest
 
 pytest.importorskip("cadquery")
 
-from tests.adversarial import harness
 from tests.adversarial.cad.cases import ALL, WRONG_PLATE
 from tests.adversarial.harness import (
     assert_innocent_fails,
     assert_innocent_passes,
-    sandbox_processes,
+    check,
 )
 from verifiers.cad.verifier import CadVerifier
 from verifiers.contract import Limits, Status, Task
@@ -116,86 +113,6 @@ def raw():
     v = StaticGateBypassedCadVerifier(workers=1)
     yield v
     v.close()
-
-
-def _tree() -> tuple[dict[int, list[int]], dict[int, int]]:
-    children: dict[int, list[int]] = {}
-    uid_of: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-                uid_of[int(name)] = os.stat(f"/proc/{name}").st_uid
-            except OSError:
-                continue
-            children.setdefault(int(stat[1]), []).append(int(name))
-    return children, uid_of
-
-
-def sandboxed(v: CadVerifier) -> tuple[set[int], set[int]]:
-    """(the workers' own server processes, every other process in their sandboxes): below
-    each worker's bwrap, the first process of the worker's uid is its server (the
-    sandbox's pid 1 may be a root shell); anything else of a sandbox uid is a stray."""
-    children, uid_of = _tree()
-    servers, others = set(), set()
-    for pool in v._pools.values():
-        for w in list(pool._all):
-            if w is None or w.proc is None:
-                continue
-            todo = [(c, False) for c in children.get(w.proc.pid, [])]
-            while todo:
-                pid, below = todo.pop()
-                mine = uid_of.get(pid) == w._uid
-                if mine and not below:
-                    servers.add(pid)
-                elif harness._is_sandbox_uid(uid_of.get(pid, 0)):
-                    others.add(pid)
-                todo += [(c, below or mine) for c in children.get(pid, [])]
-    return servers, others
-
-
-def worker_uids(v: CadVerifier) -> set[int]:
-    return {w._uid for pool in v._pools.values() for w in list(pool._all) if w is not None}
-
-
-def assert_no_strays(v: CadVerifier, settle_s: float = 15.0) -> None:
-    """No process in this verifier's sandboxes but the workers' servers themselves (the
-    harness spares anything that looks like a worker, so the forks of one are checked
-    here; other suites' workers, maybe of the same uids, may run at the same time)."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        _, left = sandboxed(v)
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.25)
-    info = [p for p in sandbox_processes() if p[0] in left]
-    assert not left, f"processes of a sandbox uid outlived the verdict: {info[:5]}"
-
-
-def check(outside, verdict, family, v: CadVerifier) -> None:
-    """`Outside.check`, with "nothing left" scoped to this verifier's sandboxes: the
-    harness spares every process that looks like a worker, forks of a server included,
-    and other suites run their own workers on this machine at the same time."""
-
-    def nothing_left(settle_s: float = 10.0) -> None:
-        assert_no_strays(v, settle_s=settle_s)
-        uids = worker_uids(v)
-        tmp, home = Path("/tmp"), Path.home()
-        new = harness._sandbox_owned(tmp) | harness._sandbox_owned(home)
-        new -= outside.before_owned
-        new = {p for p in new if not harness._is_worker_dir(p)}
-        new = {p for p in new if _owner(p) in uids}
-        assert not new, f"files of a sandbox uid were left on the host: {sorted(new)[:5]}"
-
-    outside.assert_nothing_left = nothing_left
-    outside.check(verdict, family)
-
-
-def _owner(path: str) -> int | None:
-    try:
-        return os.lstat(path).st_uid
-    except OSError:
-        return None
 
 
 def judged_right_after(v: CadVerifier) -> None:

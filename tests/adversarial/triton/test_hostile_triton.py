@@ -22,6 +22,7 @@ from tests.adversarial.harness import (
     REFUSED,
     assert_innocent_fails,
     assert_innocent_passes,
+    check,
 )
 from tests.adversarial.kernel_kit import ROOT, StaticGateBypassedTritonVerifierForTests, fill
 from tests.verifiers.test_kernels import TRITON_RELU
@@ -425,6 +426,57 @@ def test_runtime_hostile(bypassed, relu, outside, code, family):
     v = run(bypassed, relu, fill(outside, code), timeout_s=5.0)
     outside.check(v, family, settle_s=15.0)
     assert_innocent_fails(lambda t, c: run(bypassed, t, c), relu, WRONG)
+    assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
+
+
+# --- output floods: counted by the host as they pass, whatever the candidate does to its fds
+FLOOD_TRUNCATING_ITS_STDOUT = """
+import os
+
+def hole(x):
+    for _ in range(4096):
+        os.write(1, b"x" * 4096)
+        for undo in (lambda: os.ftruncate(1, 0), lambda: os.lseek(1, 0, 0)):
+            try:
+                undo()  # a log file's size could be reset this way; a pipe's count cannot
+            except OSError:
+                pass
+    return False
+"""
+
+FLOOD_ON_STDERR_FOREVER = """
+import os
+
+def hole(x):
+    while True:
+        os.write(2, b"e" * 4096)
+"""
+
+FLOOD_FROM_A_GRANDCHILD = """
+import subprocess
+import time
+
+def hole(x):
+    subprocess.Popen(["yes", "flooding from a process of its own"])
+    time.sleep(30)
+    return False
+"""
+
+FLOODS = [
+    pytest.param(probe(FLOOD_TRUNCATING_ITS_STDOUT), id="limits-output_flood_truncating_stdout"),
+    pytest.param(probe(FLOOD_ON_STDERR_FOREVER), id="limits-output_flood_stderr_forever"),
+    pytest.param(probe(FLOOD_FROM_A_GRANDCHILD), id="limits-output_flood_from_a_grandchild"),
+]
+
+
+@pytest.mark.parametrize("code", FLOODS)
+def test_output_flood_is_output_limit(bypassed, relu, outside, code):
+    """Past the static gate: a flood is stopped at Limits.output_bytes (not by the wall
+    clock), the candidate's output_limit, and nothing of it outlives the verdict."""
+    v = run(bypassed, relu, fill(outside, code), timeout_s=20.0, output_bytes=64 * 1024)
+    assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "output_limit"), v.feedback[:600]
+    assert v.duration_ms < 25_000, v.duration_ms
+    check(outside, v, {Status.RESOURCE_LIMIT}, bypassed)
     assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
 
 
