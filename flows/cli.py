@@ -36,6 +36,7 @@ from flows.options import (
 from verifiers import domain as domain_registry
 from verifiers.catalog import TaskSpecError, load_catalog
 from verifiers.contract import Limits, Status, Task
+from verifiers.specfields import ImportProblems
 
 
 class _Crucible(typer.Typer):
@@ -668,22 +669,21 @@ def import_verilogeval(
 ) -> None:
     """Import a VerilogEval-layout benchmark directory as tasks of the hardware-design
     domain (then run them with `crucible run --tasks DEST`)."""
-    from verifiers.rtl.importer import DOMAIN, ImportProblems
-    from verifiers.rtl.importer import import_verilogeval as do_import
+    do_import, (domain,) = domain_registry.importer("verilogeval")
 
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
     try:
-        imported, errors = do_import(src, dest / DOMAIN, split=split, source=source), []
+        imported, errors = do_import(src, dest / domain, split=split, source=source), []
     except ImportProblems as e:
         imported, errors = e.imported, e.errors
     _report_import(
         imported,
         errors,
-        f"{len(imported)} imported into {dest / DOMAIN} ({split}), {len(errors)} skipped; "
-        f"run them with: crucible run --tasks {dest} --domain {DOMAIN}",
+        f"{len(imported)} imported into {dest / domain} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest} --domain {domain}",
     )
 
 
@@ -725,17 +725,16 @@ def import_kernelbench(
 ) -> None:
     """Import KernelBench problem files as tasks of the GPU kernel domains (verify
     candidates with `crucible run --tasks DEST --domain <domain>`, on a GPU node)."""
-    from verifiers.kernels.importer import DOMAINS, ImportProblems
-    from verifiers.kernels.importer import import_kernelbench as do_import
+    do_import, known = domain_registry.importer("kernelbench")
 
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
-    wanted = tuple(d.strip() for d in (domains or ",".join(DOMAINS)).split(",") if d.strip())
-    if not wanted or any(d not in DOMAINS for d in wanted):
+    wanted = tuple(d.strip() for d in (domains or ",".join(known)).split(",") if d.strip())
+    if not wanted or any(d not in known for d in wanted):
         raise typer.BadParameter(
-            f"choose from {', '.join(DOMAINS)} (comma-separated)", param_hint="--domains"
+            f"choose from {', '.join(known)} (comma-separated)", param_hint="--domains"
         )
     try:
         imported, errors = do_import(src, dest, domains=wanted, split=split, source=source), []

@@ -27,7 +27,7 @@ from verifiers.domain import ExtractRules
 LANGUAGE_TAGS: tuple[frozenset[str], ...] = (
     frozenset({"systemverilog", "sv", "verilog", "v", "svh", "vh"}),
     frozenset({"python", "py", "python3"}),
-    frozenset({"c", "cpp", "c++", "cc", "cxx", "cuda", "cu", "h", "hpp"}),
+    frozenset({"c", "cpp", "c++", "cc", "cxx", "h", "hpp"}),
     frozenset({"asm", "assembly", "s", "gas", "x86asm", "x86", "nasm"}),
 )
 
@@ -62,7 +62,7 @@ def entry_name(task: Task) -> str | None:
 
 def language_tags(domain: str) -> frozenset[str]:
     fence = style(domain).fence
-    tags = {fence}
+    tags = {fence, *domain_registry.get(domain).extract.tags}
     for family in LANGUAGE_TAGS:
         if fence in family:
             tags |= family

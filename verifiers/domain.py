@@ -58,6 +58,7 @@ class ExtractRules:
     cut_after: str = ""  # an unfenced answer ends at the last of this (prose after it)
     entry_field: str = ""  # the interface field that names the entry point ("top")
     entry_const: str = ""  # or one fixed entry point name ("ModelNew")
+    tags: tuple[str, ...] = ()  # more fence tags models use for it (beyond the fence's family)
 
     def entry_name(self, interface: Mapping[str, Any]) -> str | None:
         """The name the verifier looks for in a task with this interface, if any."""
@@ -101,6 +102,9 @@ class Domain:
     default_run: bool = False  # `crucible run` without --domain runs it
     settings: str | None = None  # "module:Class" of its verifier settings (JSON-safe)
     summary: str = ""  # one line for `--help` and the guide
+    # benchmark importers: (benchmark, "module:function"), the function writing that
+    # benchmark's problems as tasks (`crucible import-<benchmark>` finds it here)
+    importers: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         where = f"domain descriptor {self.name!r}"
@@ -121,6 +125,8 @@ class Domain:
                 raise ValueError(f"{where}: gate {gate!r} has stage {stage!r}, not in {STAGES}")
         if self.fast_gates is not None and not set(self.fast_gates) <= set(names):
             raise ValueError(f"{where}: fast_gates must name its own gates")
+        if any(len(i) != 2 or ":" not in i[1] for i in self.importers):
+            raise ValueError(f"{where}: importers must be (benchmark, 'module:function') pairs")
 
     @property
     def gate_names(self) -> tuple[str, ...]:
@@ -247,6 +253,21 @@ def get(name: str) -> Domain:
 def default_run() -> tuple[str, ...]:
     """What `crucible run` works on without --domain."""
     return tuple(n for n, d in domains().items() if d.default_run)
+
+
+def importer(benchmark: str) -> tuple[Any, tuple[str, ...]]:
+    """The importer of `benchmark` and the domains whose descriptors name it (sorted)."""
+    paths = {
+        name: dotted
+        for name, d in domains().items()
+        for bench, dotted in d.importers
+        if bench == benchmark
+    }
+    if not paths:
+        raise LookupError(f"no domain declares an importer for {benchmark!r}")
+    if len(set(paths.values())) > 1:
+        raise LookupError(f"domains name different importers for {benchmark!r}: {paths}")
+    return load_dotted(next(iter(paths.values()))), tuple(paths)
 
 
 def by_resource() -> dict[str, list[Domain]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "Field",
+    "ImportProblems",
     "TaskSpecError",
     "check_fields",
     "parse_python",
@@ -84,3 +85,13 @@ def read_task_file(toml_path: Path, field: str, relname: Any) -> str:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise TaskSpecError(toml_path, field, "a UTF-8 text file", relname) from None
+
+
+class ImportProblems(Exception):
+    """A benchmark importer imported some problems and not others: `errors` names each
+    file it skipped (every domain's importer raises this one)."""
+
+    def __init__(self, imported: list[Path], errors: list[str]):
+        super().__init__(f"{len(errors)} problem(s) skipped:\n  " + "\n  ".join(errors))
+        self.imported = imported
+        self.errors = errors

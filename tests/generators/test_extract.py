@@ -163,6 +163,7 @@ MCU = Domain(
         unfenced=r"\A" + _LEAD_C + r"#\s*include\b",
         comment="//",
         entry_field="entry",
+        tags=("cuda", "cu"),  # C++ fences models also use for device code
     ),
     syntax="cpp",
     gates=(("compile", "build"), ("run", "run")),

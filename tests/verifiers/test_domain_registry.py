@@ -180,15 +180,7 @@ DOMAIN_OWNED_PREFIXES = ("generators/perturb/",)
 SHARED_IN_PERTURB = ("generators/perturb/__init__.py", "generators/perturb/repair.py")
 
 # (path, literal): why this one stays
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("generators/extract.py", "cuda"): "a C-family code-fence tag (```cuda): language data, "
-    "the same for every domain that writes C++",
-    # `crucible import-verilogeval` / `import-kernelbench` are one benchmark's importer
-    # each, for that benchmark's domain(s); they import their importer on first use (the
-    # domains they write come from the importer module, never a literal here)
-    ("flows/cli.py", "import verifiers.rtl.importer"): "the VerilogEval importer command",
-    ("flows/cli.py", "import verifiers.kernels.importer"): "the KernelBench importer command",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _domain_words() -> dict[str, re.Pattern[str]]:

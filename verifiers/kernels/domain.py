@@ -79,6 +79,7 @@ CUDA = Domain(
     ),
     perf=PerfMetric("speedup", "higher", "x vs the reference"),
     fast_gates=("compile",),
+    importers=(("kernelbench", "verifiers.kernels.importer:import_kernelbench"),),
     settings="verifiers.kernels.domain:KernelSettings",
 )
 

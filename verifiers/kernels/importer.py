@@ -12,20 +12,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from verifiers import domain as domain_registry
 from verifiers.kernels.spec import problem_facts
-from verifiers.specfields import TaskSpecError
+from verifiers.specfields import ImportProblems, TaskSpecError
 
 KERNELBENCH_TOL = 1e-2
-DOMAINS = ("cuda", "triton")  # the domains it writes tasks for (the CLI asks here)
-
-
-class ImportProblems(Exception):
-    """Some files could not be imported; the others were. `errors` names each file."""
-
-    def __init__(self, imported: list[Path], errors: list[str]):
-        super().__init__(f"{len(errors)} problem(s) skipped:\n  " + "\n  ".join(errors))
-        self.imported = imported
-        self.errors = errors
 
 
 def slug(path: Path, level: int) -> str:
@@ -95,17 +86,23 @@ def _docstring(source: str) -> str:
     return ""
 
 
+BENCHMARK = "kernelbench"  # the name descriptors give this importer (`Domain.importers`)
+
+
 def import_kernelbench(
     src: Path,
     dest: Path,
     *,
-    domains: tuple[str, ...] = DOMAINS,
+    domains: tuple[str, ...] | None = None,
     split: str = "holdout",
     source: str = "kernelbench",
     level: int = 1,
 ) -> list[Path]:
     """Write one task per problem file per domain; raise ImportProblems listing the files
-    that were skipped (the others are written)."""
+    that were skipped (the others are written). `domains`: by default every domain whose
+    descriptor names this importer."""
+    if domains is None:
+        domains = domain_registry.importer(BENCHMARK)[1]
     files = sorted(p for p in Path(src).rglob("*.py") if not p.name.startswith("_"))
     if not files:
         raise ImportProblems([], [f"{src}: no .py problem files"])

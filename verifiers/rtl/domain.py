@@ -39,4 +39,5 @@ DOMAIN = Domain(
     perf=PerfMetric("area", "lower", "um^2"),
     fast_gates=("compile", "simulate"),
     default_run=True,
+    importers=(("verilogeval", "verifiers.rtl.importer:import_verilogeval"),),
 )

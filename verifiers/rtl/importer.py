@@ -23,10 +23,10 @@ from typing import Any
 
 from verifiers.rtl.hdl import REF_TOP, REPORT_TOKEN, module_names, strip_comments
 from verifiers.rtl.ports import PortReadError, read_ports
+from verifiers.specfields import ImportProblems
 
 log = logging.getLogger(__name__)
 
-DOMAIN = "rtl"  # the domain its tasks are for: they go under <catalog root>/<DOMAIN>/
 CANDIDATE_TOP = "TopModule"
 SUFFIXES = {"prompt": "_prompt.txt", "ref": "_ref.sv", "test": "_test.sv"}
 PLATFORM = {"language": "SystemVerilog-2012", "simulator": "iverilog -g2012"}
@@ -37,15 +37,6 @@ SIM_TIMEOUT_S = 20
 _RESULT_STRING = re.compile(r'"(Mismatches:|Hint:)')
 _RESET_NAME = re.compile(r"^(?:a?reset|a?rst)(?:_?n|_b)?$", re.I)
 _ACTIVE_LOW_NAME = re.compile(r"(?:_n|_b|resetn|rstn)$", re.I)
-
-
-class ImportProblems(Exception):
-    """Some problems could not be imported; the others were. `errors` names each file."""
-
-    def __init__(self, imported: list[Path], errors: list[str]):
-        super().__init__(f"{len(errors)} problem(s) skipped:\n  " + "\n  ".join(errors))
-        self.imported = imported
-        self.errors = errors
 
 
 class PortParseError(ValueError):
