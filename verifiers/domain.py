@@ -243,8 +243,12 @@ def names() -> tuple[str, ...]:
 
 
 def get(name: str) -> Domain:
-    """The descriptor of `name`; an unknown name says which ones exist."""
-    found = domains().get(name)
+    """The descriptor of `name`; an unknown name says which ones exist. On every check a
+    verifier records (its stage): a plain lookup, no copy of the registry."""
+    if not _loaded:
+        with _lock:
+            _ensure_loaded()
+    found = _domains.get(name)
     if found is None:
         raise UnknownDomain(name)
     return found

@@ -35,6 +35,15 @@ def _toy(name: str = "toy", **kw) -> Domain:
     return Domain(**fields)
 
 
+def fresh_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`code` run by a new interpreter in the checkout (what it imports is its own)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out
+
+
 @pytest.fixture
 def toy():
     d = _toy()
@@ -122,15 +131,7 @@ def test_entry_point_group_discovers_a_domain_of_another_package(tmp_path):
         "from verifiers import domain as d; print(','.join(d.names())); "
         "print(d.get('toyep').install)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
+    out = fresh_python(code, env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
     names, install = out.stdout.split()[:2], out.stdout.strip().splitlines()[1]
     assert names[0].split(",") == ["cad", "cuda", "rtl", "toyep", "triton"]
     assert install == "pip install toypkg"
@@ -145,10 +146,7 @@ def test_spec_loaders_do_not_import_the_catalog():
         "import sys; import verifiers.rtl.spec, verifiers.kernels.spec, verifiers.cad.spec; "
         "print('verifiers.catalog' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
+    out = fresh_python(code)
     assert out.stdout.strip() == "False"
     leaf = ast.parse((ROOT / "verifiers" / "specfields.py").read_text())
     imported = {n.module for n in ast.walk(leaf) if isinstance(n, ast.ImportFrom) and n.module} | {
@@ -165,10 +163,7 @@ def test_descriptors_are_stdlib_only():
         "('torch','triton','cadquery','OCP','numpy','ray','prefect','duckdb','deltalake')"
         " or m in ('verifiers.base','verifiers.sandbox')))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
+    out = fresh_python(code)
     assert out.stdout.strip() == "[]"
 
 
