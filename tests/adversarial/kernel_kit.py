@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from verifiers.base import Context
+from verifiers.catalog import load_task
 from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,3 +37,31 @@ def fill(outside, template: str, **extra: str) -> str:
     for k, v in extra.items():
         text = text.replace("{" + k + "}", v)
     return text
+
+
+def module_fixtures(domain: str, verifier_cls: type, bypassed_cls: type) -> tuple:
+    """The module fixtures both kernel suites use: `relu` (the domain's relu task), a
+    kernel `cache`, the CPU-path `verifier` and the static-gate-`bypassed` one (one warm
+    runner each). Assign them at module level: `relu, cache, verifier, bypassed = ...`."""
+
+    @pytest.fixture(scope="module")
+    def relu():
+        return load_task(ROOT / "tasks" / domain / "relu")
+
+    @pytest.fixture(scope="module")
+    def cache(tmp_path_factory):
+        return tmp_path_factory.mktemp("kernel-cache")
+
+    @pytest.fixture(scope="module")
+    def verifier(cache):
+        v = verifier_cls(device="cpu", workers=1, cache_dir=cache)
+        yield v
+        v.close()
+
+    @pytest.fixture(scope="module")
+    def bypassed(cache):
+        v = bypassed_cls(device="cpu", workers=1, cache_dir=cache)
+        yield v
+        v.close()
+
+    return relu, cache, verifier, bypassed

@@ -17,9 +17,12 @@ import textwrap
 import pytest
 
 from tests.adversarial.harness import CANDIDATE_FAULT, REFUSED, assert_innocent_passes
-from tests.adversarial.kernel_kit import ROOT, StaticGateBypassedCudaVerifierForTests, fill
+from tests.adversarial.kernel_kit import (
+    StaticGateBypassedCudaVerifierForTests,
+    fill,
+    module_fixtures,
+)
 from tests.verifiers.test_kernels import CUDA_RELU
-from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.kernels.nvcc import find_nvcc, nvcc_version
 from verifiers.kernels.verifier import CudaVerifier
@@ -263,28 +266,9 @@ RUNTIME = [
 ]
 
 
-@pytest.fixture(scope="module")
-def relu():
-    return load_task(ROOT / "tasks/cuda/relu")
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("kernel-cache")
-
-
-@pytest.fixture(scope="module")
-def verifier(cache):
-    v = CudaVerifier(device="cpu", workers=1, cache_dir=cache)
-    yield v
-    v.close()
-
-
-@pytest.fixture(scope="module")
-def bypassed(cache):
-    v = StaticGateBypassedCudaVerifierForTests(device="cpu", workers=1, cache_dir=cache)
-    yield v
-    v.close()
+relu, cache, verifier, bypassed = module_fixtures(
+    "cuda", CudaVerifier, StaticGateBypassedCudaVerifierForTests
+)
 
 
 def run(v, task, code):

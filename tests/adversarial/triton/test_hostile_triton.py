@@ -24,9 +24,12 @@ from tests.adversarial.harness import (
     assert_innocent_passes,
     check,
 )
-from tests.adversarial.kernel_kit import ROOT, StaticGateBypassedTritonVerifierForTests, fill
+from tests.adversarial.kernel_kit import (
+    StaticGateBypassedTritonVerifierForTests,
+    fill,
+    module_fixtures,
+)
 from tests.verifiers.test_kernels import TRITON_RELU
-from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.kernels.verifier import TritonVerifier
 
@@ -386,28 +389,9 @@ RUNTIME = [
 ]
 
 
-@pytest.fixture(scope="module")
-def relu():
-    return load_task(ROOT / "tasks/triton/relu")
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("kernel-cache")
-
-
-@pytest.fixture(scope="module")
-def verifier(cache):
-    v = TritonVerifier(device="cpu", workers=1, cache_dir=cache)
-    yield v
-    v.close()
-
-
-@pytest.fixture(scope="module")
-def bypassed(cache):
-    v = StaticGateBypassedTritonVerifierForTests(device="cpu", workers=1, cache_dir=cache)
-    yield v
-    v.close()
+relu, cache, verifier, bypassed = module_fixtures(
+    "triton", TritonVerifier, StaticGateBypassedTritonVerifierForTests
+)
 
 
 def run(v, task, code, **limits):
