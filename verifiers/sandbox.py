@@ -98,6 +98,7 @@ class SandboxUnavailable(RuntimeError):
 # the machine was slow (starved, or a wall limit too short for its budget), `machine_slow`.
 CPU_SPENT = 0.9
 BUSY_SHARE = 0.5
+STARVED_SHARE = 0.5  # of the CPU it fell short by, the share its CPU wait must explain
 CONTEND_S = 0.05  # a thread that waited this long for a CPU was runnable, not idle
 CORES = os.cpu_count() or 1
 SAMPLE_S = 0.5  # how often a long tool run's CPU waits are read
@@ -243,8 +244,16 @@ class Stop:
                 return "timeout"  # no measure or no budget: the candidate's, as it always was
             if self.usage.contenders > CORES:
                 return "timeout"  # its own threads kept each other waiting
-            busy = cpu + (self.usage.wait_s or 0.0)
-            return "timeout" if busy < BUSY_SHARE * self.wall_s else "machine_slow"
+            wait = self.usage.wait_s or 0.0
+            if cpu + wait < BUSY_SHARE * self.wall_s:
+                return "timeout"  # it slept or blocked
+            if self.wall_s >= self.budget_s:
+                # it had the wall time for its whole budget: the machine is to blame only
+                # if the CPU it was denied (its wait) explains its shortfall; time it spent
+                # blocked (I/O, a lock) is its own
+                short = CPU_SPENT * self.budget_s - cpu
+                return "machine_slow" if wait >= STARVED_SHARE * short else "timeout"
+            return "machine_slow"  # a wall far shorter than its budget cut it off
         if self.signal == signal.SIGKILL:
             if spent:
                 return "cpu_limit"  # RLIMIT_CPU's hard limit (it ignored SIGXCPU)

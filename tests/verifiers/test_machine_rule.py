@@ -384,3 +384,15 @@ def test_a_tree_that_starves_itself_is_the_candidates():
     alone = Usage(1.0, 30.0, contenders=1)
     assert Stop(2.0, True, alone, 20).code() == "machine_slow"
     assert sandbox.contenders([0.0, 0.01, 0.2, 1.0]) == 2
+
+
+def test_blocked_time_is_not_the_machines():
+    """A run with wall time for its whole budget that fell short because it blocked (I/O,
+    a lock), not because it waited for a CPU, is the candidate's: the numbers of a CAD
+    probe that read other processes' memory on a loaded machine. The same shortfall
+    explained by CPU wait is the machine's."""
+    blocked = Usage(4.79, 0.42)
+    assert Stop(8.01, True, blocked, 8).code() == "timeout"
+    starved = Usage(4.79, 2.5)
+    assert Stop(8.01, True, starved, 8).code() == "machine_slow"
+    assert Stop(8.01, True, Usage(4.79, None), 8).code() == "timeout"  # no schedstat
