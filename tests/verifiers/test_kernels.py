@@ -770,7 +770,9 @@ def test_import_kernelbench(tmp_path, triton_v):
     assert written == ["cuda/kb_l1_19_relu", "triton/kb_l1_19_relu"]
     t = load_task(tmp_path / "out" / "triton" / "kb_l1_19_relu")
     assert (t.level, t.split, t.source, t.reference) == (1, "holdout", "kernelbench", None)
-    assert (t.harness["problem"], t.harness["atol"]) == (KB_RELU, 1e-2)
+    # KernelBench's convention: float32's row (1e-4), no override, no speed bar
+    assert (t.harness["problem"], t.harness["dtype"]) == (KB_RELU, "float32")
+    assert (t.harness["tolerance_override"], t.harness["speed_bar"]) == ({}, None)
     assert "ReLU" in t.requirement
     # importing is deterministic, and an imported task verifies candidates like any other
     again = CliRunner().invoke(

@@ -3,8 +3,14 @@
 A problem file defines `Model(nn.Module)`, `get_inputs()` and `get_init_inputs()` (the
 layout of KernelBench's `level1/19_ReLU.py`). Each becomes `dest/<domain>/<slug>/` with
 the file copied verbatim as problem.py and a task.toml: no reference (imported tasks have
-none), the level from the directory (`level2/`) or the task.toml default, float32 with
-KernelBench's own tolerance (1e-2), split holdout by default. Importing is deterministic.
+none), the level from the directory (`level2/`) or the task.toml default, split holdout by
+default. Importing is deterministic.
+
+The task follows KernelBench's own convention: the dtype is float32 unless the problem's
+`get_inputs` makes its floating inputs in another one, with no atol/rtol override (the
+dtype row, which is KernelBench's `get_tolerance_for_precision`: 1e-4 for float32, 1e-2
+for float16/bfloat16), and `speed_bar = 0`: correctness decides, speed is recorded and
+never makes a verdict `slow`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,16 @@ from verifiers import domain as domain_registry
 from verifiers.kernels.spec import problem_facts
 from verifiers.specfields import ImportProblems, TaskSpecError
 
-KERNELBENCH_TOL = 1e-2
+# a floating dtype that get_inputs names -> the task's dtype row
+_INPUT_DTYPES = {
+    "float32": "float32",
+    "float": "float32",
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "float64": "float64",
+    "double": "float64",
+}
 
 
 def slug(path: Path, level: int) -> str:
@@ -36,7 +51,27 @@ def _toml_str(text: str) -> str:
     return '"""\n' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
 
 
-def task_toml(name: str, level: int, source: str, split: str, doc: str, domain: str) -> str:
+def problem_dtype(source: str) -> str:
+    """float32, unless get_inputs names one other floating dtype (`dtype=torch.float16`,
+    `.half()`, `.to(torch.bfloat16)`)."""
+    import ast
+
+    found = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            for sub in ast.walk(node):
+                if not (isinstance(sub, ast.Attribute) and sub.attr in _INPUT_DTYPES):
+                    continue
+                on_torch = isinstance(sub.value, ast.Name) and sub.value.id == "torch"
+                # torch.float16 anywhere, or a cast method: x.half(), x.bfloat16()
+                if on_torch or sub.attr in ("half", "bfloat16", "double", "float"):
+                    found.add(_INPUT_DTYPES[sub.attr])
+    return found.pop() if len(found) == 1 else "float32"
+
+
+def task_toml(
+    name: str, level: int, source: str, split: str, doc: str, domain: str, dtype: str
+) -> str:
     what = (
         "CUDA kernels (a CUDA_SRC string launched with cuda_kernel, or load_inline)"
         if (domain == "cuda")
@@ -67,11 +102,11 @@ def task_toml(name: str, level: int, source: str, split: str, doc: str, domain: 
         "",
         "[harness]",
         'problem = "problem.py"',
-        'dtype = "float32"',
-        f"atol = {KERNELBENCH_TOL}",
-        f"rtol = {KERNELBENCH_TOL}",
+        f'dtype = "{dtype}"',
+        "# KernelBench's convention: the dtype row's tolerance (no atol/rtol override);",
+        "# correctness decides, speed is recorded but sets no bar",
         "trials = 5",
-        "speed_bar = 1.0",
+        "speed_bar = 0",
         "",
     ]
     return "\n".join(lines)
@@ -123,12 +158,13 @@ def import_kernelbench(
             continue
         seen[name] = path
         doc = _docstring(text)
+        dtype = problem_dtype(text)
         for domain in domains:
             out = Path(dest) / domain / name
             out.mkdir(parents=True, exist_ok=True)
             (out / "problem.py").write_text(text, encoding="utf-8")
             (out / "task.toml").write_text(
-                task_toml(name, lvl, source, split, doc, domain), encoding="utf-8"
+                task_toml(name, lvl, source, split, doc, domain, dtype), encoding="utf-8"
             )
             imported.append(out)
     if errors:
