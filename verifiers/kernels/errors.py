@@ -63,10 +63,16 @@ _TRITON: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"SyntaxError|invalid syntax|IndentationError", "syntax_error"),
     )
 )
+# a launch the device refused: what cudaGetErrorString / cudaGetErrorName / the driver
+# and Triton say, also from inside a load_inline extension
 _LAUNCH = re.compile(
-    r"invalid configuration argument|too many resources requested|"
-    r"OutOfResources|out of resource|CUDA_ERROR_INVALID_VALUE|launch_exceeds_limit|"
-    r"LaunchLimitError",
+    r"invalid configuration argument|cudaErrorInvalidConfiguration|"
+    r"too many resources requested|OutOfResources|out of resource|LAUNCH_OUT_OF_RESOURCES|"
+    r"CUDA_ERROR_INVALID_VALUE|launch_exceeds_limit|LaunchLimitError|"
+    # "invalid argument" (cudaErrorInvalidValue) comes from any API call: a launch's only
+    # when its own line says launch (torch's hint line "CUDA_LAUNCH_BLOCKING=1" does not)
+    r"(?:(?<!CUDA_)launch(?!_BLOCKING)|>>>)[^\n]{0,80}\binvalid argument\b|"
+    r"\binvalid argument\b[^\n]{0,80}(?<!CUDA_)launch(?!_BLOCKING)",
     re.I,
 )
 _CUDA_FAULT = re.compile(
@@ -114,7 +120,9 @@ def classify_python(step: str, error: dict) -> tuple[Status, str]:
     # never INFRA from here: the report (types, messages) came from the candidate's process
     if "FakeKernelError" in types:
         return Status.REJECTED, "torch_fallback"
-    if "CandidateProcessLimit" in types or re.search(r"\bMemoryError\b", types):
+    # torch.OutOfMemoryError past the runner's share of the card: the candidate's excess
+    # (a full card is the machine's: the verifier tells them apart before this)
+    if "CandidateProcessLimit" in types or re.search(r"\b(OutOfMemoryError|MemoryError)\b", types):
         if "SIGXCPU" in text:
             return Status.TIMEOUT, "cpu_limit"  # as the base's LIMIT_STATUS has it
         return Status.RESOURCE_LIMIT, "memory_limit"

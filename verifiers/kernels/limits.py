@@ -29,6 +29,17 @@ class DeviceLimits:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def describe(self) -> str:
+        """The launch limits in one line, for feedback on a refused launch."""
+        return (
+            f"{self.name}: at most {self.max_threads_per_block} threads per block, blockDim "
+            f"up to {self.max_block}, gridDim up to {self.max_grid}, "
+            f"{self.shared_per_block // 1024} KiB shared memory per block "
+            f"({self.shared_per_block_optin // 1024} KiB after cudaFuncSetAttribute(..., "
+            f"cudaFuncAttributeMaxDynamicSharedMemorySize, ...)), "
+            f"{self.regs_per_block} registers per block"
+        )
+
     @classmethod
     def from_dict(cls, d: dict) -> DeviceLimits:
         d = dict(d)
