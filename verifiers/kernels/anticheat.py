@@ -9,6 +9,14 @@ never rebound; a home-made `jit` is an ordinary function. Everywhere else (forwa
 helpers) the candidate may allocate, read shapes and strides, make views and launch
 kernels, nothing more. Names are allow-lists where Python allows: the imports, the
 builtins, the dunder attributes a module may touch.
+
+Only code that runs is judged: what runs at import (top-level statements, class bodies,
+decorators and default values) and the bodies reachable from the entry class by name (its
+methods, the module-level functions and classes they name, transitively, the Triton
+kernels they launch). A module-level `get_inputs` that nothing names never runs, so its
+`torch.rand` is no finding; the same call in forward is. The C++ judged is what gets
+compiled: CUDA_SRC, what load_inline is given (through the names bound to it) and C++-like
+literals in judged code, with its comments blanked.
 """
 
 from __future__ import annotations
@@ -46,6 +54,11 @@ RULES: dict[str, str] = {
     "forbidden_import": (
         "imports a module a kernel has no use for (os, sys, subprocess, ctypes, threading, "
         "...): the harness allows torch, triton, math, numpy and typing helpers"
+    ),
+    "side_stream": (
+        "runs work on a stream other than the current one (creates a stream, takes one "
+        "from a pool, points cuBLAS/cuDNN or a launch at it): the timer measures the "
+        "current stream, so the work escapes the timing and the output may be read early"
     ),
 }
 
@@ -369,13 +382,9 @@ TIMING_NAMES = {
     "perf_counter",
     "monotonic",
     "Event",
-    "Stream",
     "synchronize",
-    "set_stream",
-    "stream",
     "current_stream",
     "default_stream",
-    "ExternalStream",
     "backends",
     "testing",
     "do_bench",
@@ -388,6 +397,31 @@ TIMING_NAMES = {
     "set_flush_denormal",
     "use_deterministic_algorithms",
     "set_float32_matmul_precision",
+}
+# torch.* / triton.* names that make or switch to another stream (`side_stream`)
+STREAM_NAMES = {
+    "Stream",
+    "stream",
+    "set_stream",
+    "ExternalStream",
+    "StreamContext",
+    "get_stream_from_external",
+}
+# nvcc flags (in a Python string) that move every launch to a per-thread stream
+_PER_THREAD_FLAG = re.compile(r"default-stream[\s=]*per-thread|CUDA_API_PER_THREAD_DEFAULT_STREAM")
+# C++ that makes, picks or switches to a stream other than the current one: what each means
+CPP_STREAM_APIS: dict[str, str] = {
+    r"\bcu(?:da)?StreamCreate\w*": "creates a stream",
+    r"\bgetStreamFromPool\b": "takes a stream from PyTorch's pool",
+    r"\bgetStreamFromExternal\b": "wraps an external stream",
+    r"\bsetCurrentCUDAStream\b": "changes PyTorch's current stream",
+    r"\b\w*CUDA(?:Multi)?StreamGuard\b": "switches the current stream with a guard",
+    r"\bcudaStreamPerThread\b|\bCU_STREAM_PER_THREAD\b": "uses the per-thread stream",
+    r"\bcudaStreamNonBlocking\b|\bCU_STREAM_NON_BLOCKING\b": "asks for a non-blocking stream",
+    r"\bCUDA_API_PER_THREAD_DEFAULT_STREAM\b": "makes the default stream per-thread",
+    r"(?:\(\s*cudaStream_t\s*\)|_cast\s*<\s*cudaStream_t\s*>\s*\()\s*(?:0[xX]0*)?[1-9]": (
+        "casts a number to a stream handle"
+    ),
 }
 NN_CONTAINERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict"}
 # C++ torch calls an extension may make: allocation, metadata, checks
@@ -522,13 +556,144 @@ def _bindings(tree: ast.Module) -> dict[str, set[str]]:
                 bind(n, "")
         elif isinstance(node, ast.alias) and node.name == "*":
             bind("*", "")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bind(node.name, "")  # `case triton:` rebinds triton like an assignment
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bind(node.rest, "")
     return out
 
 
+# --- what runs: import-time code, and the bodies reachable from the entry class ------------
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# decorators that neither call the function nor hand it to anyone at import
+_PLAIN_DECORATORS = {"staticmethod", "classmethod", "property", "setter", "getter", "deleter"}
+
+
+def _is_main_guard(node: ast.AST, bindings: dict[str, set[str]]) -> bool:
+    """`if __name__ == "__main__":` while nothing rebinds __name__: its body never runs
+    (the runner loads the candidate under its own module name)."""
+    if not isinstance(node, ast.If) or "__name__" in bindings or "*" in bindings:
+        return False
+    t = node.test
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+        return False
+    name, value = t.left, t.comparators[0]
+    if isinstance(value, ast.Name):
+        name, value = value, name
+    return (
+        isinstance(name, ast.Name)
+        and name.id == "__name__"
+        and isinstance(value, ast.Constant)
+        and value.value == "__main__"
+    )
+
+
+def _scope_defs(stmts: list[ast.stmt], bindings: dict[str, set[str]]) -> list[ast.AST]:
+    """The defs and classes a block binds in its own scope, inside if/try/with/for/match
+    blocks too (not those nested in other defs)."""
+    out: list[ast.AST] = []
+    for s in stmts:
+        if isinstance(s, _DEFS):
+            out.append(s)
+            continue
+        blocks = [s.orelse] if _is_main_guard(s, bindings) else []
+        if not blocks:
+            for field in ("body", "orelse", "finalbody"):
+                blocks.append(getattr(s, field, None) or [])
+            blocks += [h.body for h in getattr(s, "handlers", None) or []]
+            blocks += [c.body for c in getattr(s, "cases", None) or []]
+        for block in blocks:
+            out += _scope_defs(block, bindings)
+    return out
+
+
+def _import_time(tree: ast.Module, bindings: dict[str, set[str]]):
+    """Every node that runs when the module is imported: all but function bodies (a def
+    runs its decorators, defaults and annotations) and a main guard's body."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _FUNCS):
+            stack += [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+        elif _is_main_guard(node, bindings):
+            stack += node.orelse
+        else:
+            stack += ast.iter_child_nodes(node)
+
+
+def _names(nodes) -> set[str]:
+    """Every name the nodes mention: loaded or stored names, attribute names, and string
+    constants that are identifiers (a name reached by getattr)."""
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            out.add(n.value)
+    return out
+
+
+def _handed_on(node: ast.AST) -> bool:
+    """A def whose decorators may call it or store it at import (a registry)."""
+    for dec in getattr(node, "decorator_list", []):
+        name = (_dotted(dec.func if isinstance(dec, ast.Call) else dec) or "").split(".")[-1]
+        if isinstance(node, ast.ClassDef) or name not in _PLAIN_DECORATORS:
+            return True
+    return False
+
+
+def unreached_bodies(tree: ast.Module, entry: str, bindings: dict[str, set[str]]) -> set[int]:
+    """ids of the function nodes whose bodies never run: module-level functions nothing
+    reachable names, and the methods of classes nothing reachable names. Everything else
+    is judged. Without a module-level entry class, nothing is left out."""
+    scope = _scope_defs(tree.body, bindings)
+    if not any(isinstance(d, ast.ClassDef) and d.name == entry for d in scope):
+        return set()
+    by_name: dict[str, list[ast.AST]] = {}
+    for d in scope:
+        by_name.setdefault(d.name, []).append(d)
+    import_time = list(_import_time(tree, bindings))
+    todo = [d for d in scope if d.name == entry or d.name.startswith("__")]
+    todo += [n for n in import_time if isinstance(n, _DEFS) and _handed_on(n)]
+    todo += [d for name in _names(import_time) for d in by_name.get(name, [])]
+    reached: set[int] = set()
+    while todo:
+        d = todo.pop()
+        if id(d) not in reached:
+            reached.add(id(d))
+            todo += [x for name in _names(ast.walk(d)) for x in by_name.get(name, [])]
+
+    skipped: set[int] = set()
+
+    def mark(d: ast.AST, live: bool) -> None:
+        live = live or id(d) in reached
+        if isinstance(d, ast.ClassDef):
+            for sub in _scope_defs(d.body, bindings):
+                mark(sub, live)
+        elif not live:
+            skipped.add(id(d))
+
+    for d in scope:
+        mark(d, False)
+    return skipped
+
+
 class _Checker(ast.NodeVisitor):
-    def __init__(self, ref_ops: set[str], bindings: dict[str, set[str]] | None = None):
+    def __init__(
+        self,
+        ref_ops: set[str],
+        bindings: dict[str, set[str]] | None = None,
+        skipped: set[int] | None = None,
+    ):
         self.ref_ops = ref_ops
         self.bindings = bindings or {}
+        self.skipped = skipped or set()  # function nodes whose bodies never run
+        self.strings: list[ast.Constant] = []  # the string literals of the judged code
+        self.extension_sources: list[ast.expr] = []  # what load_inline is given to compile
         self.in_kernel = False
         self._checked_calls: set[int] = set()  # getattr/hasattr calls already judged
         self.findings: list[Finding] = []
@@ -622,6 +787,12 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if id(node) in self.skipped:
+            # never called: only what the def statement itself runs is judged
+            for part in (*node.decorator_list, node.args, node.returns):
+                if part is not None:
+                    self.visit(part)
+            return
         if self.is_kernel(node):
             # kernel code: tl.* / device code, exempt from the torch rules (not from the
             # introspection ones: the interpreter runs this body as Python)
@@ -666,6 +837,17 @@ class _Checker(ast.NodeVisitor):
 
     visit_TryStar = visit_Try  # type: ignore[assignment]
 
+    def visit_If(self, node: ast.If) -> None:
+        if _is_main_guard(node, self.bindings):
+            for stmt in node.orelse:  # the guarded body never runs in the runner
+                self.visit(stmt)
+            return
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str):
+            self.strings.append(node)
+
     def visit_Global(self, node: ast.Global) -> None:
         self.add("timing_games", node, f"`global {', '.join(node.names)}` keeps state across calls")
 
@@ -695,9 +877,11 @@ class _Checker(ast.NodeVisitor):
         elif node.attr == "Model":
             self.add("reads_reference", node, "accesses .Model (the reference class)")
         dotted = self.resolve(node) or ""
-        timing = dotted.startswith(("torch.", "triton.")) and node.attr in TIMING_NAMES
-        if timing and isinstance(node.ctx, ast.Load):
+        library = dotted.startswith(("torch.", "triton.")) and isinstance(node.ctx, ast.Load)
+        if library and node.attr in TIMING_NAMES:
             self.add("timing_games", node, f"uses {dotted}")
+        elif library and node.attr in STREAM_NAMES:
+            self.add("side_stream", node, f"uses {dotted}")
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -806,6 +990,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.resolve(node.func)
+        if (callee or "").split(".")[-1] == "load_inline":
+            self.extension_sources += node.args[1:3] + [
+                k.value for k in node.keywords if k.arg in ("cpp_sources", "cuda_sources")
+            ]
         if callee in ("getattr", "hasattr") and "getattr" not in self.bindings:
             self._checked_calls.add(id(node.func))
             name = node.args[1] if len(node.args) >= 2 else None
@@ -840,7 +1028,7 @@ class _Checker(ast.NodeVisitor):
             last = rest.split(".")[-1]
             if rest.startswith(("nn.functional.", "nn.")) or last in self.ref_ops:
                 self.add("torch_fallback", node, f"calls {callee}")
-            elif rest.startswith("cuda.") and last in TIMING_NAMES:
+            elif last in STREAM_NAMES or (rest.startswith("cuda.") and last in TIMING_NAMES):
                 return  # reported by visit_Attribute
             else:
                 self.add("torch_compute", node, f"calls {callee}")
@@ -908,18 +1096,20 @@ def _bad_attribute(attr: str, base: str) -> str:
     return ""
 
 
-def check(code: str, problem_source: str = "") -> list[Finding]:
-    """Every rule the candidate trips (empty: clean). SyntaxError propagates."""
+def check(code: str, problem_source: str = "", entry: str = "ModelNew") -> list[Finding]:
+    """Every rule the code that runs trips (empty: clean). SyntaxError propagates."""
     tree = ast.parse(code)
-    checker = _Checker(reference_ops(problem_source), _bindings(tree))
+    bindings = _bindings(tree)
+    skipped = unreached_bodies(tree, entry, bindings)
+    checker = _Checker(reference_ops(problem_source), bindings, skipped)
     checker.visit(tree)
-    for text, node in _cpp_sources(tree):
-        for m in _CPP_TORCH_CALL.finditer(text):
-            name = m.group(2) or m.group(1)
-            if m.group(1) in _CPP_ALLOWED or name in _CPP_ALLOWED:
-                continue
-            line = node.lineno + text[: m.start()].count("\n")
-            checker.add("torch_fallback", node, f"C++ calls {m.group(0).rstrip('(')} (line {line})")
+    sources = _cpp_sources(tree, checker)
+    for node in sources:
+        checker.findings += _cpp_findings(_strip_comments(node.value), node.lineno)
+    compiled = {id(n) for n in sources}
+    for node in checker.strings:
+        if id(node) not in compiled and _PER_THREAD_FLAG.search(node.value):
+            checker.add("side_stream", node, "asks nvcc for a per-thread default stream")
     seen, out = set(), []
     for f in checker.findings:
         key = (f.code, f.line, f.what)
@@ -929,12 +1119,140 @@ def check(code: str, problem_source: str = "") -> list[Finding]:
     return out
 
 
-def _cpp_sources(tree: ast.Module) -> list[tuple[str, ast.AST]]:
-    """String literals that are C++/CUDA source (they include a header or a __global__)."""
-    out = []
+def _cpp_sources(tree: ast.Module, checker: _Checker) -> list[ast.Constant]:
+    """The C++ that gets compiled: every string literal in what load_inline is given and
+    in CUDA_SRC (through the names bound to them, anywhere), and the literals of the
+    judged code that look like C++ (they include a header, a __global__ or torch::)."""
+    values: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            v = node.value
-            if "#include" in v or "__global__" in v or "torch::" in v:
-                out.append((v, node))
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    values.setdefault(n.id, []).append(node.value)
+    found: dict[int, ast.Constant] = {}
+    todo, followed = [*checker.extension_sources, *values.get("CUDA_SRC", [])], set()
+    while todo:
+        for n in ast.walk(todo.pop()):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                found[id(n)] = n
+            elif isinstance(n, ast.Name) and n.id not in followed:
+                followed.add(n.id)
+                todo += values.get(n.id, [])
+    for n in checker.strings:
+        if "#include" in n.value or "__global__" in n.value or "torch::" in n.value:
+            found[id(n)] = n
+    return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
+
+
+# string and character literals are kept whole (a `//` inside one starts no comment)
+_CPP_TOKENS = re.compile(
+    r'R"(?P<delim>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=delim)"'
+    r'|"(?:\\[\s\S]|[^"\\\n])*"'
+    r"|'(?:\\[\s\S]|[^'\\\n])*'"
+    r"|//[^\n]*"
+    r"|/\*[\s\S]*?(?:\*/|\Z)"
+)
+
+
+def _strip_comments(src: str) -> str:
+    """`src` with each comment blanked to a space and the newlines it held (so every
+    offset keeps its line); an unclosed /* runs to the end, as the compiler reads it."""
+
+    def blank(m: re.Match) -> str:
+        t = m.group(0)
+        return t if t[0] in "R\"'" else " " + "\n" * t.count("\n")
+
+    return _CPP_TOKENS.sub(blank, src)
+
+
+_LAUNCH = re.compile(r"<<<([\s\S]*?)>>>")
+_SET_STREAM = re.compile(r"\b(\w+SetStream\w*)\b(\s*\()?")
+# what names the current stream (or the legacy default one, stream 0)
+_CURRENT_STREAM = re.compile(
+    r"0[xX]0+|0+[uUlL]*|nullptr|NULL|cudaStreamLegacy|cudaStreamDefault"
+    r"|\(\s*cudaStream_t\s*\)\s*(?:0|nullptr)"
+    r"|\w+_cast\s*<\s*cudaStream_t\s*>\s*\(\s*(?:0|nullptr)\s*\)"
+    r"|(?:(?:at|c10)\s*::\s*cuda\s*::\s*)?get(?:Current|Default)CUDAStream"
+    r"\s*\([\w\s.:,()\[\]>-]*\)(?:\s*\.\s*stream\s*\(\s*\))?"
+)
+
+
+def _split_args(text: str, start: int = 0, close: str = "") -> list[str]:
+    """The comma-separated arguments from `start` (to `close` at depth 0, or the end)."""
+    args, depth, cur = [], 0, start
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}" and depth:
+            depth -= 1
+        elif (c == "," and not depth) or (c == close and not depth):
+            args.append(text[cur:i].strip())
+            cur = i + 1
+            if c == close:
+                return args
+    return [*args, text[cur:].strip()]
+
+
+def _current_stream(arg: str, src: str, depth: int = 0) -> bool:
+    """`arg` is 0 or the current stream: literally, or a variable that only ever holds
+    one (never written through its address, every assignment a current stream), or a
+    stream parameter nothing assigns."""
+    arg = arg.strip()
+    if _CURRENT_STREAM.fullmatch(arg):
+        return True
+    m = re.fullmatch(r"(\w+)(?:\s*\.\s*stream\s*\(\s*\))?", arg)
+    if not m or depth > 4:
+        return False
+    name = re.escape(m.group(1))
+    if re.search(rf"[(,=]\s*&\s*{name}\b", src):
+        return False  # written by an API (cudaStreamCreate(&s)): whatever it made
+    held = re.findall(rf"\b{name}\s*=(?!=)\s*([^;]+?)\s*;", src)
+    held += re.findall(
+        rf"\b(?:cudaStream_t|CUDAStream|auto)\s+{name}\s*[({{]([^;]*?)[)}}]\s*;", src
+    )
+    if held:
+        return all(_current_stream(h, src, depth + 1) for h in held)
+    return (
+        re.search(rf"\b(?:cudaStream_t|CUDAStream)\s*(?:const\s*)?&?\s*{name}\b", src) is not None
+    )
+
+
+def _cpp_findings(text: str, first_line: int) -> list[Finding]:
+    """What one C++ source (comments blanked) trips: torch ops (torch_fallback) and work
+    sent to another stream (side_stream)."""
+    out = []
+
+    def line(pos: int) -> int:
+        return first_line + text.count("\n", 0, pos)
+
+    for m in _CPP_TORCH_CALL.finditer(text):
+        name = m.group(2) or m.group(1)
+        if m.group(1) not in _CPP_ALLOWED and name not in _CPP_ALLOWED:
+            out.append(
+                Finding(
+                    "torch_fallback",
+                    line(m.start()),
+                    f"C++ calls {m.group(0).rstrip('(').rstrip()}",
+                )
+            )
+    for pattern, what in CPP_STREAM_APIS.items():
+        for m in re.finditer(pattern, text):
+            out.append(Finding("side_stream", line(m.start()), f"C++ {what} ({m.group(0)})"))
+    for m in _SET_STREAM.finditer(text):
+        args = _split_args(text, m.end(), ")") if m.group(2) else []
+        if len(args) < 2 or not _current_stream(args[1], text):
+            what = f"C++ {m.group(1)} points a library handle at a stream not the current one"
+            out.append(Finding("side_stream", line(m.start()), what))
+    for m in _LAUNCH.finditer(text):
+        args = _split_args(m.group(1))
+        if len(args) >= 4 and not _current_stream(args[3], text):
+            what = f"C++ launches on stream `{args[3]}`, not 0 or the current stream"
+            out.append(Finding("side_stream", line(m.start()), what))
     return out
