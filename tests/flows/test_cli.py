@@ -296,7 +296,7 @@ def test_cli_worker_and_actor_build_the_verifier_with_the_same_settings(monkeypa
         app, ["verify", "--task", cad_task.name, str(src), "--settings", '{"workers": 2}']
     )
 
-    def fake_run(domain, src, dst, err, *, batch, override, settings):
+    def fake_run(domain, src, dst, err, *, batch, override, settings, **_):
         got.setdefault("worker", []).append(get_verifier(domain, settings).settings)
         return 0
 
