@@ -435,7 +435,8 @@ def build_sft_optimize(
     """Per task: each passing keeper that the task's best beats by the margin -> the best.
 
     Up to `optimize_pairs_per_task` pairs per task, the largest gains first; a candidate
-    without the domain's metric (its perf gate did not run) takes no part.
+    without the domain's metric (its perf gate did not run), or whose time the verifier
+    flagged (`implausible_speedup` in its metrics), takes no part.
     """
     pool: dict[str, list[tuple[float, dict[str, Any]]]] = defaultdict(list)
     perfs: dict[str, PerfMetric | None] = {}
@@ -443,7 +444,10 @@ def build_sft_optimize(
         if r["domain"] not in perfs:
             perfs[r["domain"]] = perf_metric(r["domain"])
         perf = perfs[r["domain"]]
-        value = json.loads(r["metrics"] or "{}").get(perf.name) if perf else None
+        metrics = json.loads(r["metrics"] or "{}")
+        if metrics.get("implausible_speedup"):  # a flagged time is no gain to learn from
+            continue
+        value = metrics.get(perf.name) if perf else None
         if _numeric(value) and math.isfinite(value):
             pool[r["task_id"]].append((float(value), r))
     rows = []

@@ -102,7 +102,7 @@ STARVED_SHARE = 0.5  # of the CPU it fell short by, the share its CPU wait must 
 CONTEND_S = 0.05  # a thread that waited this long for a CPU was runnable, not idle
 CORES = os.cpu_count() or 1
 SAMPLE_S = 0.5  # how often a long tool run's CPU waits are read
-MACHINE_CODES = ("machine_slow", "killed_externally")  # infra: retried, never a label
+MACHINE_CODES = ("machine_slow", "killed_externally", "gpu_memory")  # infra: retried
 _HZ = os.sysconf("SC_CLK_TCK")
 # CONFIG_SCHED_INFO: without it the CPU wait is unknown and only a run that had the CPU for
 # BUSY_SHARE of its wall can be `machine_slow` (a starved one stays the candidate's timeout)
@@ -390,11 +390,14 @@ def confined_argv(c: Confinement, lim: Limits, root: bool) -> list[str]:
     """
     if lim.unconfined:
         return []
+    # by the path found on the caller's PATH: the sandbox is started with a fixed PATH
+    # (SANDBOX_PATH), and a bwrap unpacked elsewhere (/opt, a user's prefix) is not on it
+    bwrap = shutil.which("bwrap") or "bwrap"
     if root:
-        cmd = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        cmd = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
         cmd.append("--unshare-cgroup-try")
     else:
-        cmd = ["bwrap", "--unshare-all"]
+        cmd = [bwrap, "--unshare-all"]
     # the limits shell is pid 1: no bwrap init, which is left a zombie for the host's
     # init to reap after every run (where that is slow, or absent in a container, they
     # pile up)
@@ -429,6 +432,9 @@ def confined_argv(c: Confinement, lim: Limits, root: bool) -> list[str]:
                 cmd += ["--ro-bind", extra, extra]
     cmd += ["--bind", str(c.work), c.guest_work, "--chdir", c.guest_work]
     env = {"PATH": SANDBOX_PATH, "HOME": c.guest_work, "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+    # the sandbox uid has no passwd entry: tools that ask who they are (getpass, nvcc,
+    # torch's caches) read these instead of failing
+    env.update(USER="crucible", LOGNAME="crucible")
     env.update(c.env)
     for k, v in env.items():
         cmd += ["--setenv", k, v]

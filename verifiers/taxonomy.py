@@ -56,6 +56,12 @@ CODES: dict[str, tuple[str, str]] = {
     "try_except_fallback": (FUNCTIONAL, "catches exceptions around its kernels"),
     "reads_reference": (FUNCTIONAL, "reaches the reference or introspects the harness"),
     "timing_games": (FUNCTIONAL, "touches timing, streams or global state"),
+    "side_stream": (FUNCTIONAL, "puts its work on a stream of its own, off the timed stream"),
+    "inputs_mutated": (FUNCTIONAL, "forward changed its input tensors"),
+    "implausible_speedup": (
+        FUNCTIONAL,
+        "timed faster than the card's peak bandwidth or FLOPs allow: work the timing missed",
+    ),
     "forbidden_import": (FUNCTIONAL, "imports a module a kernel has no use for"),
     "forbidden_call": (FUNCTIONAL, "file access, dynamic code or introspection in a CAD script"),
     "script_exception": (FUNCTIONAL, "the script raised an exception of its own"),
@@ -104,6 +110,7 @@ CODES: dict[str, tuple[str, str]] = {
         INFRA,
         "killed by a signal it did not cause (the OOM killer, a kill from outside)",
     ),
+    "gpu_memory": (INFRA, "the GPU had no room for the job (other jobs held the card)"),
 }
 
 

@@ -179,6 +179,48 @@ class WorkerCommand:
     rw: list[str] = field(default_factory=list)
     gpu: bool = False
     limits: Limits | None = None  # the worker's own limits, when not the candidate's
+    pass_fds: tuple[int, ...] = ()  # more fds the server inherits (by number)
+
+
+# the scratch dirs this process has swept (`sweep_stale`), each before its first worker
+_SWEPT: set[str | None] = set()
+_SWEPT_LOCK = threading.Lock()
+
+
+def sweep_stale(scratch_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the worker dirs (`crucible-<prefix><index>-p<pid>-*`) in `scratch_dir` (None:
+    the temp dir) whose process is gone: one killed with SIGKILL never removed its own,
+    and in /dev/shm they hold the node's memory. Only dirs of our uid, never a link, and
+    never those of a live pid. Returns what it removed. (A process of another pid
+    namespace looks dead here: such processes must not share a scratch dir.)"""
+    root = Path(scratch_dir) if scratch_dir else Path(tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        parts = entry.name.rsplit("-", 2)  # mkdtemp's suffix has no "-"
+        if len(parts) != 3 or not parts[0].startswith("crucible-"):
+            continue
+        tag = parts[1]
+        if tag[:1] != "p" or not tag[1:].isdigit() or int(tag[1:]) <= 0:
+            continue
+        try:
+            os.kill(int(tag[1:]), 0)
+            continue  # alive
+        except PermissionError:
+            continue  # alive, another user's
+        except ProcessLookupError:
+            pass
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            shutil.rmtree(entry.path, ignore_errors=True)  # fd-based: never follows a link
+            removed.append(Path(entry.path))
+    return removed
 
 
 class Worker:
@@ -189,7 +231,13 @@ class Worker:
 
     def __init__(self, limits: Limits, index: int, scratch: str | None = None):
         self.limits, self.index = limits, index
-        self.home = Path(tempfile.mkdtemp(prefix=f"crucible-{self.prefix}{index}-", dir=scratch))
+        with _SWEPT_LOCK:  # once per process and scratch dir, before its first worker
+            if scratch not in _SWEPT:
+                _SWEPT.add(scratch)
+                sweep_stale(scratch)
+        # the pid in the name: the dirs of a process that died unclosed can be swept
+        prefix = f"crucible-{self.prefix}{index}-p{os.getpid()}-"
+        self.home = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
         self.proc: subprocess.Popen | None = None
         self.results = None
         self.jobs_done = 0
@@ -207,6 +255,9 @@ class Worker:
         self._outs = 0
         self._tree: tuple[int, ...] = ()  # the idle worker's processes (bwrap, pid 1, server)
         self._cap: int | None = None  # the running job's output cap per stream
+        # more fds a job's wait serves (fd -> handler; a handler returns the seconds it
+        # took, which the job's deadline does not count: the host's time, not the job's)
+        self._side: dict[int, Callable[[], float]] = {}
         self.start()
 
     # --- what a domain supplies ---------------------------------------------------------
@@ -268,7 +319,7 @@ class Worker:
                 stderr=err_w,
                 cwd=self.work,
                 env=spec.env if self.limits.unconfined else {"PATH": SANDBOX_PATH},
-                pass_fds=(w,),  # the result pipe keeps its fd number
+                pass_fds=(w, *spec.pass_fds),  # the result pipe keeps its fd number
                 start_new_session=True,
             ).result()
         except BaseException:
@@ -485,8 +536,12 @@ class Worker:
                 err = JobTimeout(f"no result in {timeout_s:.0f}s")
                 err.stop = stop
                 raise err
-            ready, _, _ = select.select([fd, *self._streams], [], [], min(left, 1.0))
-            prints = [x for x in ready if x != fd]
+            side = list(self._side) if began is not None else []
+            ready, _, _ = select.select([fd, *self._streams, *side], [], [], min(left, 1.0))
+            for x in ready:
+                if x in self._side and began is not None:
+                    deadline += self._side[x]()
+            prints = [x for x in ready if x != fd and x in self._streams]
             if prints:
                 self._drain_ready(prints, cap)  # OutputFlood: the worker is stopped
             if fd in ready:

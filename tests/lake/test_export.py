@@ -742,3 +742,39 @@ def test_a_pass_whose_equivalence_stayed_unknown_is_left_out_unless_asked(tmp_pa
     assert strict.manifest["stats"]["sft_direct"]["unproven_dropped"] >= 1
     card = (strict.path / "README.md").read_text()
     assert "require_proven" in card and "testbench" in card
+
+
+def test_a_flagged_time_is_never_the_better_side_of_an_optimize_pair(tmp_path: Path):
+    # a verifier that flagged a timing (an implausible speedup) recorded it: no pair
+    # teaches that "gain"; the honest pair remains
+    dsp = dataclasses.replace(
+        domains.get("rtl"),
+        name="test_dsp2",
+        perf=PerfMetric("time_ms", "lower", "ms"),
+        settings=None,
+        default_run=False,
+        perturb=None,
+    )
+    domains.register(dsp)
+    try:
+        task = Task("fir2", "test_dsp2", "dsp", 1, "Write fir.", {"entry": "fir"}, {}, None, {})
+        passed = (Check("compile", True, 0.1, stage="build"),)
+        lake, ids = _mini_lake(
+            tmp_path / "lake",
+            task,
+            {
+                "slow": ("pass", passed, {"time_ms": 10.0}),
+                "fast": ("pass", passed, {"time_ms": 5.0}),
+                "cheat": ("pass", passed, {"time_ms": 0.01, "implausible_speedup": True}),
+            },
+        )
+        con = db.connect(lake)
+        try:
+            rows, _ = build_sft_optimize(con, {task.task_id: task}, ExportSettings())
+        finally:
+            con.close()
+        assert [(r.data["baseline_id"], r.data["candidate_id"]) for r in rows] == [
+            (ids["slow"], ids["fast"])
+        ]
+    finally:
+        domains.unregister("test_dsp2")

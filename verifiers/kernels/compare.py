@@ -1,11 +1,18 @@
 """Output comparison against the reference: all outputs, elementwise tolerance, NaN never
-passes, the worst element named. Runs in the verifier's process, never the candidate's."""
+passes, the worst element named. Runs in the verifier's process, never the candidate's.
+
+Outputs are compared in chunks of CHUNK elements (in float64), so the memory a comparison
+needs beside the two tensors stays bounded whatever their size (a 6.4 GB output takes a
+few hundred MB of working memory, not five times its size)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+CHUNK = 1 << 25  # elements per step: 256 MB per float64 temporary
 
 
 @dataclass(frozen=True)
@@ -17,7 +24,14 @@ class Comparison:
     max_abs_err: float = 0.0
 
 
-def compare(got: list, want: list, atol: float, rtol: float) -> Comparison:
+Tolerance = Callable[[torch.dtype], tuple[float, float]]
+
+
+def compare(
+    got: list, want: list, atol: float | None = None, rtol: float | None = None, *, tol=None
+) -> Comparison:
+    """`tol(dtype) -> (atol, rtol)` gives each output its dtype's tolerance; or one
+    `atol`, `rtol` for all."""
     if len(got) != len(want):
         msg = f"forward returned {len(got)} output(s); the reference returns {len(want)}"
         return Comparison(False, "shape_mismatch", msg, msg)
@@ -33,41 +47,88 @@ def compare(got: list, want: list, atol: float, rtol: float) -> Comparison:
         if g.dtype != w.dtype:
             msg = f"{name} has dtype {g.dtype}; expected {w.dtype}"
             return Comparison(False, "shape_mismatch", msg, msg)
-        g64, w64 = g.to(w.device).double(), w.double()
-        if g.is_floating_point() and torch.isnan(g64).any():
-            idx = _unravel(int(torch.isnan(g64).flatten().nonzero()[0]), g.shape)
-            count = int(torch.isnan(g64).sum())
-            ref = w64[idx].item()
-            msg = f"{name} has {count} NaN element(s) (first at {list(idx)}, reference {ref:.6g})"
-            return Comparison(
-                False,
-                "nan_output",
-                msg,
-                msg + "; NaN never passes: an element never written (outputs are NaN-"
-                "poisoned before each run) or invalid math",
-                float("nan"),
-            )
+        a, r = tol(w.dtype) if tol is not None else (float(atol or 0.0), float(rtol or 0.0))
+        res = _compare_one(g, w, a, r, name)
+        if not res.ok:
+            return res
+        worst_all = max(worst_all, res.max_abs_err)
+    return Comparison(True, max_abs_err=worst_all)
+
+
+def _chunks(g: torch.Tensor, w: torch.Tensor):
+    gf = g.to(w.device).reshape(-1)
+    wf = w.reshape(-1)
+    for start in range(0, wf.numel(), CHUNK):
+        yield start, gf[start : start + CHUNK].double(), wf[start : start + CHUNK].double()
+
+
+def _compare_one(g: torch.Tensor, w: torch.Tensor, atol: float, rtol: float, name: str):
+    floating = g.is_floating_point() or g.is_complex()
+    n_nan, first_nan = 0, -1
+    n_bad, worst_excess, worst_at, max_abs = 0, 0.0, -1, 0.0
+    for start, g64, w64 in _chunks(g, w):
+        if floating:
+            nan = torch.isnan(g64)
+            count = int(nan.sum())
+            if count:
+                if first_nan < 0:
+                    first_nan = start + int(nan.nonzero()[0])
+                n_nan += count
+                continue
+        if n_nan:
+            continue  # the verdict is nan_output; only the count and first one matter
         diff = (g64 - w64).abs()
         both_inf = torch.isinf(g64) & torch.isinf(w64) & (torch.sign(g64) == torch.sign(w64))
         diff = torch.where(both_inf, torch.zeros_like(diff), diff)
         allowed = atol + rtol * w64.abs().nan_to_num(posinf=0.0, neginf=0.0)
         excess = diff - allowed
         bad = excess > 0
-        max_abs = float(diff.max()) if diff.numel() else 0.0
-        worst_all = max(worst_all, max_abs)
-        if bool(bad.any()):
-            flat = int(excess.flatten().argmax())
-            idx = _unravel(flat, g.shape)
-            n_bad = int(bad.sum())
-            gv, wv = g64[idx].item(), w64[idx].item()
-            msg = (
-                f"{name}: {n_bad} of {g.numel()} elements outside atol={atol:g} rtol={rtol:g}; "
-                f"worst at {list(idx)}: got {gv:.6g}, expected {wv:.6g}"
-            )
-            return Comparison(
-                False, "numeric_mismatch", msg, msg + f"; max abs error {max_abs:.4g}", max_abs
-            )
-    return Comparison(True, max_abs_err=worst_all)
+        if diff.numel():
+            max_abs = max(max_abs, float(diff.max()))
+        count = int(bad.sum())
+        if count:
+            n_bad += count
+            at = int(excess.argmax())
+            value = float(excess[at])
+            if worst_at < 0 or value > worst_excess:
+                worst_excess, worst_at = value, start + at
+    if n_nan:
+        idx = _unravel(first_nan, g.shape)
+        ref = float(w.reshape(-1)[first_nan].double())
+        msg = f"{name} has {n_nan} NaN element(s) (first at {list(idx)}, reference {ref:.6g})"
+        return Comparison(
+            False,
+            "nan_output",
+            msg,
+            msg + "; NaN never passes: an element never written (outputs are NaN-"
+            "poisoned before each run) or invalid math",
+            float("nan"),
+        )
+    if n_bad:
+        idx = _unravel(worst_at, g.shape)
+        gv = float(g.reshape(-1)[worst_at].double())
+        wv = float(w.reshape(-1)[worst_at].double())
+        msg = (
+            f"{name}: {n_bad} of {g.numel()} elements outside atol={atol:g} rtol={rtol:g}; "
+            f"worst at {list(idx)}: got {gv:.6g}, expected {wv:.6g}"
+        )
+        return Comparison(
+            False, "numeric_mismatch", msg, msg + f"; max abs error {max_abs:.4g}", max_abs
+        )
+    return Comparison(True, max_abs_err=max_abs)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors of one dtype and shape hold the same bytes (NaN included),
+    compared in chunks."""
+    if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+        return False
+    a8 = a.contiguous().reshape(-1).view(torch.uint8)
+    b8 = b.to(a.device).contiguous().reshape(-1).view(torch.uint8)
+    step = CHUNK * 8
+    return all(
+        bool(torch.equal(a8[i : i + step], b8[i : i + step])) for i in range(0, a8.numel(), step)
+    )
 
 
 def _unravel(flat: int, shape) -> tuple[int, ...]:

@@ -47,12 +47,16 @@ ENTRY_MAX_BYTES = 2 * CUBIN_MAX_BYTES
 
 
 def find_nvcc() -> str | None:
+    """nvcc's real path: links resolved (/usr/local/cuda -> /etc/alternatives/cuda ->
+    cuda-13.0), since in the sandbox, where /etc is not bound whole, nvcc finds its own
+    dir from the path it was started by and crashed (`_HERE_=(null)`, a segfault)."""
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     for root in ([home] if home else []) + list(CUDA_HOMES):
         cand = Path(root) / "bin" / "nvcc"
         if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return shutil.which("nvcc")
+            return os.path.realpath(cand)
+    found = shutil.which("nvcc")
+    return os.path.realpath(found) if found else None
 
 
 def default_cache_dir() -> Path:
@@ -70,6 +74,7 @@ class CompileResult:
     cached: bool
     timed_out: bool = False
     output_capped: bool = False  # nvcc printed more than Limits.output_bytes: stopped
+    crashed: bool = False  # nvcc itself died (a signal, "Segmentation fault"): the tool's
 
 
 @functools.cache
@@ -152,6 +157,8 @@ def compile_cubin(
                 output_capped=True,
             )
         log = res.stderr + res.stdout
+        if nvcc_crashed(res.returncode, log):  # the tool's failure, never cached
+            return CompileResult(False, log[-2000:], None, {}, seconds, False, crashed=True)
         cubin = None
         if res.returncode == 0:
             # the sandbox's dir: never follow a link there, never read past the cap
@@ -162,6 +169,13 @@ def compile_cubin(
     return CompileResult(
         ok=ok, log=log, cubin=cubin, resources=parse_ptxas(log), seconds=seconds, cached=False
     )
+
+
+def nvcc_crashed(returncode: int, log: str) -> bool:
+    """nvcc (or a stage it ran) died of a signal rather than reporting errors."""
+    if returncode < 0 or returncode in (128 + 6, 128 + 11):
+        return True
+    return "Segmentation fault" in log and ": error" not in log
 
 
 class HostCache:

@@ -2,7 +2,9 @@
 candidate's jobs at a time (`python -m verifiers.kernels.runner --serve`).
 
 The process machinery is `verifiers.warm`; this adds the runner's command (the GPU device
-nodes bound when there is a GPU) and the GPU lock. No cache is shared with a runner: the
+nodes bound when there is a GPU), the socket its GPU jobs hand exported GPU memory over
+(`devshare`: outputs never pass through host RAM), the GPU lock and the GPU memory budget
+that jobs are admitted by. No cache is shared with a runner: the
 nvcc cache is the host's (the runner gets cubin bytes in its job), and Triton's and torch
 extensions' caches are private to one verification inside the runner's own dir (see
 `runner.run_forked`). Each job runs in a child of the warm process, so a CUDA error, a
@@ -13,15 +15,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import json
 import os
+import shutil
+import socket
+import subprocess
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from verifiers.contract import Limits
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
-SHM_MIN_BYTES = 8 * 2**30
-RUNNER_FSIZE_MB = 16384  # one output file may be this large
+RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
 # Limits a runner's sandbox is not built from: each job gets them itself (its deadline,
 # the CPU budget the machine rule measures it by, its output cap: `Worker.run`), or the
 # host applies them (code size, feedback, which gates). Every other field shapes the
@@ -52,12 +61,32 @@ class WorkerSpec:
     aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
 
 
-def _free_bytes(path: str) -> int:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return 0
-    return st.f_bavail * st.f_frsize if os.access(path, os.W_OK) else 0
+def tool_dirs() -> list[str]:
+    """The dirs of the build tools load_inline runs (c++, gcc, ninja, nvcc) on the
+    caller's PATH."""
+    from verifiers.kernels.nvcc import find_nvcc
+
+    found = [shutil.which(t) for t in ("c++", "g++", "gcc", "cc", "ninja")]
+    found.append(find_nvcc())
+    return [os.path.dirname(p) for p in found if p]
+
+
+@functools.lru_cache(maxsize=1)
+def libcuda_dir() -> str | None:
+    """The dir of the driver's libcuda.so.1 as the host's loader finds it, or None."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run(
+            ["ldconfig", "-p"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+        for line in out.splitlines():
+            if line.strip().startswith("libcuda.so.1 ") and "=>" in line:
+                path = line.split("=>", 1)[1].strip()
+                if os.path.exists(path):
+                    return os.path.dirname(os.path.realpath(path))
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/local/nvidia/lib64", "/usr/lib64"):
+        if os.path.exists(os.path.join(d, "libcuda.so.1")):
+            return d
+    return None
 
 
 class KernelWorker(Worker):
@@ -66,13 +95,101 @@ class KernelWorker(Worker):
 
     def __init__(self, spec: WorkerSpec, index: int):
         self.spec = spec
-        # outputs pass through here: memory-backed where /dev/shm is writable and large
-        # (a VM's may be 64 MB, less than one output)
-        # (a GPU node only: the CPU path's outputs are small, and there its dir stays under
-        # the temp dir that the entry point owns and removes)
-        gpu = spec.device == "cuda"
-        shm = "/dev/shm" if gpu and _free_bytes("/dev/shm") >= SHM_MIN_BYTES else None
-        super().__init__(spec.limits, index, scratch=shm)
+        # GPU: the runner's end of the exported-memory socket (made before each start)
+        self.share: socket.socket | None = None
+        self._share_child: socket.socket | None = None
+        super().__init__(spec.limits, index)
+
+    def before_start(self) -> None:
+        self._close_share()
+        if self.spec.device == "cuda" and not self.spec.aot:
+            from verifiers.kernels import devshare
+
+            self.share, self._share_child = devshare.socket_pair()
+
+    def start(self) -> None:
+        try:
+            super().start()
+        finally:  # the server holds its end now (or never will)
+            if self._share_child is not None:
+                self._share_child.close()
+                self._share_child = None
+
+    def stop(self) -> None:
+        super().stop()
+        self._close_share()
+
+    def _close_share(self) -> None:
+        for sock in (self.share, self._share_child):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        self.share = self._share_child = None
+
+    def run_shared(
+        self,
+        job: dict,
+        timeout_s: float,
+        on_message: Callable[[dict, list[int]], dict],
+        **kw,
+    ) -> dict:
+        """`run` for a job whose runner hands GPU memory over: each message it sends
+        (a JSON header and fds) goes to `on_message`, whose reply goes back; messages
+        of another job (a straggler's, a forged nonce) are dropped, their fds closed.
+        The time `on_message` takes is not the job's (its deadline moves by it)."""
+        from verifiers.kernels import devshare
+
+        if self.share is None:
+            raise RuntimeError("this runner has no exported-memory socket (GPU only)")
+        sock = self.share
+        self._drain_share()
+        nonce = os.urandom(12).hex()
+        job = {**job, "nonce": nonce, "share": True}
+
+        def handle() -> float:
+            t0 = time.perf_counter()
+            try:
+                header, fds = devshare.recv_fds(sock)
+            except OSError:
+                header, fds = None, []
+            try:
+                if header is None:  # the runner closed its end
+                    self._side.pop(sock.fileno(), None)
+                    return 0.0
+                if header.get("nonce") != nonce:
+                    return time.perf_counter() - t0
+                reply = on_message(header, fds)
+            finally:
+                devshare.close_fds(fds)
+            with contextlib.suppress(OSError):
+                sock.send(json.dumps(reply).encode())
+            return time.perf_counter() - t0
+
+        self._side = {sock.fileno(): handle}
+        try:
+            return self.run(job, timeout_s, **kw)
+        finally:
+            self._side = {}
+            self._drain_share()
+
+    def _drain_share(self) -> None:
+        """Drop whatever waits on the socket (fds closed): nothing carries to a job."""
+        from verifiers.kernels import devshare
+
+        if self.share is None:
+            return
+        self.share.setblocking(False)
+        try:
+            for _ in range(1000):
+                try:
+                    header, fds = devshare.recv_fds(self.share)
+                except (BlockingIOError, OSError):
+                    break
+                devshare.close_fds(fds)
+                if header is None:
+                    break
+        finally:
+            self.share.setblocking(True)
 
     def command(self, fd: int) -> WorkerCommand:
         env = {
@@ -82,7 +199,24 @@ class KernelWorker(Worker):
             # CPU workers run Triton's interpreter; an `aot` worker compiles for sm_90
             "TRITON_INTERPRET": "1" if self.spec.device == "cpu" and not self.spec.aot else "0",
         }
+        if self.spec.device == "cuda":
+            # load_inline's nvcc by its real dir (a link through /etc/alternatives,
+            # which the sandbox does not bind whole, makes nvcc crash there)
+            from verifiers.kernels.nvcc import find_nvcc
+
+            nvcc = find_nvcc()  # CUDA_HOME's, when set; links resolved
+            if nvcc:
+                env["CUDA_HOME"] = str(Path(nvcc).parent.parent)
+            # and the host compiler and ninja it builds with, where the caller finds them
+            # (a GPU image may keep its gcc under /opt, off the sandbox's fixed PATH)
+            env["PATH"] = ":".join(dict.fromkeys([*tool_dirs(), *env["PATH"].split(":")]))
+        if self.spec.device == "cuda" and "TRITON_LIBCUDA_PATH" not in env:
+            # Triton finds libcuda with `ldconfig -p`, whose cache a sandbox may not show
+            found = libcuda_dir()
+            if found:
+                env["TRITON_LIBCUDA_PATH"] = found
         for var in (
+            "TRITON_LIBCUDA_PATH",
             "CUDA_VISIBLE_DEVICES",
             "CUDA_HOME",
             "LD_LIBRARY_PATH",
@@ -93,6 +227,10 @@ class KernelWorker(Worker):
         flags = ["--serve", "--result-fd", str(fd), "--device", self.spec.device]
         if not self.limits.unconfined:  # its own pid namespace: every other process is ours
             flags.append("--reap")
+        share: tuple[int, ...] = ()
+        if self._share_child is not None:
+            share = (self._share_child.fileno(),)
+            flags += ["--share-fd", str(share[0])]
         argv = self.python_argv("verifiers.kernels.runner", *flags)
         # the runner writes each output (hundreds of MB at the timing shapes) as a file
         lim = dataclasses.replace(self.limits, fsize_mb=max(self.limits.fsize_mb, RUNNER_FSIZE_MB))
@@ -102,6 +240,7 @@ class KernelWorker(Worker):
             ro=self.python_paths(),
             gpu=self.spec.device == "cuda",
             limits=lim,
+            pass_fds=share,
         )
 
 
@@ -156,3 +295,42 @@ class KernelPool(WorkerPool):
         # timing alone on the GPU; everything else may share it. One GPU, one lock: a
         # verifier's pools (one per distinct sandbox) share theirs
         self.gpu = gpu or GpuLock()
+
+
+class GpuMemory:
+    """The GPU memory jobs may hold at once: a job is admitted when its estimate fits
+    beside the jobs already running (it waits otherwise), so concurrent jobs never
+    exceed the card. `capacity` is set once, from the free memory the first time."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self._cond = threading.Condition()
+        self.capacity = capacity
+        self._held = 0
+
+    def _capacity(self) -> int:
+        if self.capacity is None:
+            import torch
+
+            free, _total = torch.cuda.mem_get_info()
+            # the verifier's own references and comparisons are counted per job; keep
+            # a margin for the contexts of the runners (about 0.5 GiB each)
+            self.capacity = max(0, int(free * 0.92) - 4 * 2**30)
+        return self.capacity
+
+    def fits(self, nbytes: int) -> bool:
+        return nbytes <= self._capacity()
+
+    @contextlib.contextmanager
+    def hold(self, nbytes: int):
+        cap = self._capacity()
+        nbytes = min(nbytes, cap)  # `fits` said whether it can run at all
+        with self._cond:
+            while self._held and self._held + nbytes > cap:
+                self._cond.wait()
+            self._held += nbytes
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._held -= nbytes
+                self._cond.notify_all()

@@ -239,6 +239,22 @@ def poisoned_allocations():
         torch.Tensor.new_empty = saved_new
 
 
+def poison_cache(sizes) -> None:
+    """Fill the blocks the caching allocator will hand out next with NaN bytes (0xFF):
+    an output a C++ extension allocates (`torch::empty`, past the Python-level poison)
+    and never writes is NaN, never a stale result left in reused memory."""
+    if not sizes or not torch.cuda.is_available():
+        return
+    blocks = []
+    for n in sizes:
+        if int(n) > 0:
+            b = torch.empty(int(n), dtype=torch.uint8, device="cuda")
+            b.fill_(0xFF)
+            blocks.append(b)
+    torch.cuda.synchronize()
+    del blocks  # back to the allocator's cache, poisoned
+
+
 # --- Triton launch hook -------------------------------------------------------------------
 class TritonHook:
     """Wraps every Triton launch: grid and block checked against the device's limits,
@@ -387,26 +403,43 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
 
 
 # --- timing -------------------------------------------------------------------------------
-def time_cuda(fn, args, *, budget_ms: float = 100.0, min_reps: int = 10, max_reps: int = 100):
-    """Median milliseconds of `fn(*args)` with CUDA events, L2 flushed before each run."""
+def time_cuda(
+    fn,
+    args,
+    *,
+    budget_ms: float = 100.0,
+    min_reps: int = 10,
+    max_reps: int = 100,
+    keep_last: bool = False,
+):
+    """Median milliseconds of `fn(*args)`, L2 flushed before each run.
+
+    Each run has two ends: an event on the timed stream right after `fn`, and one after a
+    device-wide synchronize. Past the synchronize's own latency, the gap between them is
+    work still running on another stream (a side stream, a cuBLAS handle's stream): then
+    the device-wide time is the time, and `off_stream_ms` says how much was off the timed
+    stream. `keep_last`: also return the last run's result (checked like a trial's)."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 50 * 2**20) or 50 * 2**20)
     flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
+    out = None
     with torch.no_grad():
         for _ in range(3):  # warm-up: module load, JIT, autotune stay out of the numbers
-            fn(*args)
+            out = fn(*args)
         torch.cuda.synchronize()
         est0, est1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         est0.record()
         for _ in range(3):
             flush.zero_()
-            fn(*args)
+            out = fn(*args)
+        torch.cuda.synchronize()
         est1.record()
         torch.cuda.synchronize()
         per = max(est0.elapsed_time(est1) / 3, 1e-3)
         reps = int(min(max_reps, max(min_reps, budget_ms / per)))
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        synced = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         # a queued sleep keeps the GPU busy while the host issues the next run, so the
         # events time the device's work, not the Python launch overhead in front of it
         sleep = getattr(torch.cuda, "_sleep", None)
@@ -416,16 +449,30 @@ def time_cuda(fn, args, *, budget_ms: float = 100.0, min_reps: int = 10, max_rep
             if sleep is not None:
                 sleep(cycles)
             starts[i].record()
-            fn(*args)
+            out = fn(*args)
             ends[i].record()
+            torch.cuda.synchronize()  # every stream of the device, not just this one
+            synced[i].record()
         torch.cuda.synchronize()
     times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
-    return {
-        "median_ms": times[len(times) // 2],
+    device = sorted(s.elapsed_time(e) for s, e in zip(starts, synced, strict=True))
+    median = times[len(times) // 2]
+    device_median = device[len(device) // 2]
+    # an honest run's gap is the synchronize's latency (~10-30 us); more than that and
+    # half the stream's own time is work the timed stream never waited for
+    off = device_median - median
+    if off > max(0.05, 0.5 * median):
+        times = device
+        median = device_median
+    timing = {
+        "median_ms": median,
         "min_ms": times[0],
         "p90_ms": times[int(len(times) * 0.9) - 1 if len(times) > 1 else 0],
         "reps": reps,
+        "device_median_ms": device_median,
+        "off_stream_ms": round(max(0.0, off), 5),
     }
+    return (timing, out) if keep_last else timing
 
 
 def check_kernels(mod, names: list[str]) -> None:
@@ -456,9 +503,10 @@ def check_kernels(mod, names: list[str]) -> None:
 
 # --- the job ------------------------------------------------------------------------------
 class Runner:
-    def __init__(self) -> None:
+    def __init__(self, share=None) -> None:
         self.state: dict[str, Any] = {}
         self.hook: TritonHook | None = None
+        self.share = share  # the socket to the verifier for exported GPU memory, or None
 
     def run(self, job: dict) -> dict:
         result: dict[str, Any] = {"ok": True, "seconds": {}}
@@ -483,6 +531,10 @@ class Runner:
     def step_load(self, job: dict, result: dict) -> None:
         self.state = {}
         device = job["device"]
+        if device == "cuda" and job.get("gpu_fraction"):
+            # the candidate's share of the card: past it torch's allocator refuses (its
+            # own excess, `memory_limit`), so concurrent jobs never exceed the card
+            torch.cuda.set_per_process_memory_fraction(float(job["gpu_fraction"]))
         limits = self._limits(job)
         problem = problem_module(job["problem"], None, "full")
         small = problem_module(job["problem"], job.get("small"), "small")
@@ -590,6 +642,11 @@ class Runner:
         if device == "cuda":
             torch.cuda.synchronize()
 
+    def step_warm(self, job: dict, result: dict) -> None:
+        """After `launch`: one forward at the timing shapes, or at the small ones when the
+        dry run found an over-limit launch (Triton compiles here, outside the GPU lock)."""
+        self._warm(bool((result.get("launch") or {}).get("violation")))
+
     def step_warm_small(self, job: dict, result: dict) -> None:
         """One forward at the small shapes: Triton compiles here, outside the GPU lock."""
         self._warm(True)
@@ -599,6 +656,8 @@ class Runner:
         self._warm(False)
 
     def step_outputs(self, job: dict, result: dict) -> None:
+        if self.share is not None and job.get("share"):
+            return self._outputs_shared(job, result)
         device = self.state["device"]
         out_dir = Path(job["out_dir"])
         files = []
@@ -611,13 +670,83 @@ class Runner:
                 outs = as_outputs(model(*inputs))
             if device == "cuda":
                 torch.cuda.synchronize()
-            files.append([save_raw(o, out_dir / f"out_{i}_{k}.bin") for k, o in enumerate(outs)])
+            tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+            files.append(
+                {
+                    "outputs": [
+                        save_raw(o, out_dir / f"out_{i}_{k}.bin") for k, o in enumerate(outs)
+                    ],
+                    # the inputs as forward left them: the verifier checks they are unchanged
+                    "inputs": [
+                        save_raw(x, out_dir / f"in_{i}_{k}.bin") for k, x in enumerate(tensors)
+                    ],
+                }
+            )
         result["outputs"] = files
+
+    def _outputs_shared(self, job: dict, result: dict) -> None:
+        """GPU: each trial's inputs and outputs handed to the verifier as exported GPU
+        memory (`devshare`), one trial at a time: the verifier compares on the GPU and
+        answers before the next trial starts, so one trial's tensors are alive at once
+        and nothing goes through host RAM."""
+        answered = []
+        for i, trial in enumerate(job["trials"]):
+            small = bool(trial.get("small"))
+            problem = self.state["small" if small else "problem"]
+            inputs = make_inputs(problem, trial["seed"], "cuda", trial.get("shift", 0.0))
+            reply = self._run_shared(job, i, self._model(small), inputs, trial.get("out_bytes"))
+            answered.append(i)
+            if not reply.get("go"):
+                break
+        result["outputs"] = {"shared": answered}
+
+    def _run_shared(self, job: dict, trial, model, inputs: list, out_bytes, outs=None) -> dict:
+        """One forward on inputs held in exported memory (so the verifier sees whether
+        the candidate changed them), its outputs exported; the verifier's answer."""
+        from verifiers.kernels import devshare
+
+        exported: list[devshare.Exported] = []
+        try:
+            for k, x in enumerate(inputs):
+                if isinstance(x, torch.Tensor) and x.is_cuda:
+                    ex = devshare.export_like(x)
+                    exported.append(ex)
+                    inputs[k] = ex.tensor
+            n_in = len(exported)
+            if outs is None:
+                poison_cache(out_bytes)
+                with torch.no_grad(), poisoned_allocations():
+                    outs = as_outputs(model(*inputs))
+                torch.cuda.synchronize()
+            metas = []
+            for o in outs:
+                metas.append({"dtype": str(o.dtype).removeprefix("torch."), "shape": list(o.shape)})
+                exported.append(devshare.export_like(o if o.is_cuda else o.to("cuda")))
+            del outs
+            fds = [ex.fd() for ex in exported]
+            header = {"nonce": job.get("nonce"), "trial": trial, "outputs": metas}
+            header["inputs"] = n_in
+            try:
+                devshare.send_fds(self.share, header, fds)
+            finally:
+                devshare.close_fds(fds)
+            self.share.settimeout(float(job.get("reply_timeout_s", 600)))
+            raw = self.share.recv(devshare.MAX_MESSAGE)
+            reply = json.loads(raw.decode()) if raw else {}
+            return reply if isinstance(reply, dict) else {}
+        finally:
+            for ex in exported:
+                ex.close()
 
     def step_time(self, job: dict, result: dict) -> None:
         model = self._model(False)
         inputs = make_inputs(self.state["problem"], job.get("timing_seed", 2024), "cuda")
-        result["timing"] = time_cuda(model, inputs)
+        timing, last = time_cuda(model, inputs, keep_last=True)
+        result["timing"] = timing
+        if self.share is not None and job.get("share"):
+            # the last timed run's output is checked too: a timed run is a trial
+            reply = self._run_shared(job, "timed", model, inputs, None, outs=as_outputs(last))
+            result["timed_checked"] = bool(reply)
 
 
 def prime(device: str) -> None:
@@ -689,7 +818,7 @@ def _reap_others() -> None:
             pass
 
 
-def _died(status: int, step: str) -> dict:
+def _died(status: int, step: str, rss_kb: int = 0) -> dict:
     if os.WIFSIGNALED(status):
         sig = signal.Signals(os.WTERMSIG(status)).name
         kind = "CandidateProcessLimit" if sig in ("SIGXCPU", "SIGXFSZ") else "CandidateDied"
@@ -702,10 +831,45 @@ def _died(status: int, step: str) -> dict:
         "step": step,
         "seconds": {},
         "error": {"type": kind, "types": [kind], "message": msg, "traceback": ""},
+        # what this (trusted) process saw: how it died and its peak resident set
+        "died": {
+            "signal": signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None,
+            "peak_rss_kb": rss_kb,
+        },
     }
 
 
-def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
+def job_env(job: dict, session: Path | None) -> dict[str, str]:
+    """The private caches of one verification, made under its session dir: Triton's,
+    and torch extensions' keyed by the candidate's content, so two candidates that pass
+    the same `load_inline(name=...)` never share a build, whatever worker runs them."""
+    if session is None:
+        return {}
+    code = str(job.get("code", "")).encode("utf-8", "surrogatepass")
+    ext = session / "torch_extensions" / hashlib.sha256(code).hexdigest()[:24]
+    for d in (session / "triton", ext):
+        d.mkdir(parents=True, exist_ok=True)
+    return {
+        "TRITON_CACHE_DIR": str(session / "triton"),
+        "TORCH_EXTENSIONS_DIR": str(ext),
+        "TRITON_HOME": str(session),
+        "TORCHINDUCTOR_CACHE_DIR": str(session / "inductor"),
+    }
+
+
+def peak_rss_kb(pid: int) -> int:
+    """VmHWM of a live process (its peak resident set so far), 0 when unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
     """One job in a child of its own; this process only relays what the child said."""
     session = _session_dirs(job)
     out_dir = Path(job["out_dir"]).name if job.get("out_dir") else ""
@@ -713,15 +877,7 @@ def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
     _wipe(Path.cwd(), keep)
     if reap:
         _wipe(Path("/tmp"), set())  # the sandbox's own tmpfs, never the host's
-    env = {}
-    if session is not None:
-        for sub in ("triton", "torch_extensions"):
-            (session / sub).mkdir(parents=True, exist_ok=True)
-        env = {
-            "TRITON_CACHE_DIR": str(session / "triton"),
-            "TORCH_EXTENSIONS_DIR": str(session / "torch_extensions"),
-            "TRITON_HOME": str(session),
-        }
+    env = job_env(job, session)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: candidate code runs here and only here
@@ -732,7 +888,7 @@ def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.environ.update(env)
-            data = json.dumps(Runner().run(job)).encode()
+            data = json.dumps(Runner(share).run(job)).encode()
             view = memoryview(data + b"\n")
             while view:
                 view = view[os.write(w, view) :]
@@ -740,9 +896,11 @@ def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
             status = 1
         os._exit(status)
     os.close(w)
-    chunks, size, status = [], 0, None
+    chunks, size, status, rss_kb = [], 0, None, 0
     try:
         while True:
+            if status is None:  # the child's peak RSS: evidence if it is killed
+                rss_kb = max(rss_kb, peak_rss_kb(pid))
             ready, _, _ = select.select([r], [], [], 0.05)
             if ready:
                 data = os.read(r, 1 << 16)
@@ -765,7 +923,7 @@ def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
             _reap_others()
     step = (job.get("steps") or ["setup"])[0]
     if size > RESULT_CAP:
-        return _died(status, step) | {
+        return _died(status, step, rss_kb) | {
             "error": {
                 "type": "CandidateDied",
                 "types": ["CandidateDied"],
@@ -776,12 +934,17 @@ def run_forked(job: dict, result_fd: int, reap: bool) -> dict:
     try:
         res = json.loads(b"".join(chunks).decode("utf-8", "replace"))
     except ValueError:
-        return _died(status, step)
-    return res if isinstance(res, dict) and "ok" in res else _died(status, step)
+        return _died(status, step, rss_kb)
+    return res if isinstance(res, dict) and "ok" in res else _died(status, step, rss_kb)
 
 
-def serve(result_fd: int, device: str = "cpu", reap: bool = False) -> int:
+def serve(result_fd: int, device: str = "cpu", reap: bool = False, share_fd: int = -1) -> int:
     out = os.fdopen(result_fd, "w", buffering=1)
+    share = None
+    if share_fd >= 0:  # exported GPU memory goes to the verifier on this socket
+        import socket
+
+        share = socket.socket(fileno=share_fd)
     try:
         prime(device)
     except Exception:  # a worker that cannot prime still verifies; the job reports errors
@@ -793,7 +956,7 @@ def serve(result_fd: int, device: str = "cpu", reap: bool = False) -> int:
         if not line.strip():
             continue
         job = json.loads(line)
-        res = run_forked(job, result_fd, reap)
+        res = run_forked(job, result_fd, reap, share)
         out.write(json.dumps(res) + "\n")
         out.flush()
     return 0
@@ -807,10 +970,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reap", action="store_true", help="sandboxed: kill the candidate's processes after a job"
     )
+    parser.add_argument(
+        "--share-fd", type=int, default=-1, help="socket for exported GPU memory (GPU nodes)"
+    )
     args = parser.parse_args(argv)
     if not args.serve:
         parser.error("the runner only serves (started by verifiers.kernels.pool)")
-    return serve(args.result_fd, args.device, args.reap)
+    return serve(args.result_fd, args.device, args.reap, args.share_fd)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import ast
 import base64
+import contextlib
 import dataclasses
 import functools
 import importlib.util
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -40,9 +42,9 @@ from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
-from verifiers.kernels.pool import GpuLock, KernelPool, WorkerSpec, runner_limits
+from verifiers.kernels.pool import GpuLock, GpuMemory, KernelPool, WorkerSpec, runner_limits
 from verifiers.kernels.redact import runner_problem
-from verifiers.sandbox import MachineFault
+from verifiers.sandbox import MachineFault, oom_kills
 from verifiers.warm import (
     JobTimeout,
     OutputFlood,
@@ -53,6 +55,9 @@ from verifiers.warm import (
 )
 
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
+# H200 dense FP8 tensor peak (datasheet, 1,979 TFLOPS): above any dtype's real peak, so a
+# FLOP floor built from it never rejects an honest kernel
+PEAK_FLOPS = 1.979e15
 IMPLAUSIBLE_SPEEDUP = 50.0
 GPU_ONLY_GATES = ("correct", "timing")
 
@@ -63,26 +68,36 @@ class Speed:
     slow: bool
     implausible: bool
     note: str
+    impossible: bool = False  # faster than the card's peaks allow: never a pass
 
 
-def judge_speed(ms: float, eager_ms: float, bar: float, floor_ms: float = 0.0) -> Speed:
-    """`slow` below the task's bar; `implausible` past IMPLAUSIBLE_SPEEDUP or faster than
-    moving the inputs and outputs once at the memory's peak bandwidth allows."""
+def judge_speed(ms: float, eager_ms: float, bar: float | None, floor_ms: float = 0.0) -> Speed:
+    """`impossible` when faster than moving the inputs and outputs once at the memory's
+    peak bandwidth, or doing the reference's FLOPs at the card's peak, allows (`floor_ms`;
+    work the timing did not see: a side stream, a reused result); `implausible` (a flag,
+    recorded) past IMPLAUSIBLE_SPEEDUP; `slow` below the task's bar (None or 0: no bar,
+    KernelBench's convention: correctness decides, the speed is recorded)."""
     speedup = eager_ms / ms if ms > 0 else float("inf")
-    implausible = speedup > IMPLAUSIBLE_SPEEDUP or (floor_ms > 0 and ms < 0.9 * floor_ms)
-    if speedup < bar:
+    impossible = floor_ms > 0 and ms < 0.9 * floor_ms
+    implausible = impossible or speedup > IMPLAUSIBLE_SPEEDUP
+    slow = bool(bar) and speedup < bar
+    if impossible:
+        note = (
+            f"implausible speedup {speedup:.1f}x: {ms:.4f} ms, but the card's peaks need at "
+            f"least {floor_ms:.4f} ms to move the inputs and outputs once or do the "
+            "reference's FLOPs: work the timed stream did not see (a side stream, a reused "
+            "result)"
+        )
+    elif slow:
         note = (
             f"correct but slow: median {ms:.4f} ms vs eager {eager_ms:.4f} ms "
             f"({speedup:.2f}x); the task needs at least {bar}x"
         )
     elif implausible:
-        note = (
-            f"flag: implausible speedup {speedup:.1f}x ({ms:.4f} ms; moving the inputs and "
-            f"outputs once at peak bandwidth takes {floor_ms:.4f} ms)"
-        )
+        note = f"flag: speedup {speedup:.1f}x over eager ({ms:.4f} ms vs {eager_ms:.4f} ms)"
     else:
         note = ""
-    return Speed(speedup, speedup < bar, implausible, note)
+    return Speed(speedup, slow, implausible, note, impossible)
 
 
 def _device_kind() -> str:
@@ -155,6 +170,8 @@ class KernelVerifier(Verifier):
         self._pools: dict[tuple[Limits, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
         self._gpu = GpuLock()  # shared by every pool: one GPU, timed alone
+        self._gpu_mem = GpuMemory()  # what GPU jobs may hold at once, on this card
+        self._costs: dict[str, dict] = {}
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
         # not interleave between the threads that verify candidates side by side
@@ -293,7 +310,8 @@ class KernelVerifier(Verifier):
         return ""
 
     def gate_anticheat(self, ctx: Context) -> str:
-        findings = anticheat.check(ctx.code, ctx.task.harness.get("problem", ""))
+        entry = ctx.task.interface.get("entry", "ModelNew")
+        findings = anticheat.check(ctx.code, ctx.task.harness.get("problem", ""), entry=entry)
         if findings:
             first = findings[0]
             raise GateFail(
@@ -309,27 +327,23 @@ class KernelVerifier(Verifier):
         detail = self.compile_domain(ctx)
         if ctx.state.get("skip_runner"):
             return detail
-        # load the candidate, dry-run its launches at the timing shapes (meta tensors)
-        with self.pool(ctx.limits).gpu.shared():
-            res = self._job(ctx, ["load", "launch"], self._build_timeout(ctx))
+        # load the candidate, dry-run its launches at the timing shapes (meta tensors);
+        # on a GPU the same job then runs one real forward, which compiles Triton's
+        # kernels (outside the timing lock): at the timing shapes, or the small ones when
+        # the dry run found an over-limit launch
+        gpu = self.device == "cuda"
+        steps = ["load", "launch", "warm"] if gpu else ["load", "launch"]
+        admit = self._admit(ctx, self._cost(ctx.task)) if gpu else contextlib.nullcontext()
+        with self.pool(ctx.limits).gpu.shared(), admit:
+            res = self._job(ctx, steps, self._build_timeout(ctx))
         ctx.state["prepare"] = res
         if not res["ok"] and res["step"] in ("setup", "load"):
             self._fail_from(ctx, res)
-        if self.device == "cuda":
-            # one real forward compiles Triton's kernels (outside the timing lock): at the
-            # timing shapes, or the small ones when the dry run found an over-limit launch
-            violation = (res.get("launch") or {}).get("violation")
-            with self.pool(ctx.limits).gpu.shared():
-                warm = self._job(
-                    ctx,
-                    ["load", "warm_small" if violation else "warm_full"],
-                    self._build_timeout(ctx),
-                )
-            if not warm["ok"]:
-                status, _ = classify_python(warm["step"], warm["error"])
-                if status is Status.COMPILE_ERROR:
-                    self._fail_from(ctx, warm)
-                ctx.state["run_error"] = warm  # reported by the gate it belongs to
+        if gpu and not res["ok"] and res["step"] == "warm":
+            status, _ = classify_python("warm_full", res["error"])
+            if status is Status.COMPILE_ERROR:
+                self._fail_from(ctx, res)
+            ctx.state["run_error"] = res  # reported by the gate it belongs to
         if self.device == "cpu" and self.domain == "triton":
             records = (res.get("launch") or {}).get("launches", [])
             aot = self._job(ctx, ["aot"], self._build_timeout(ctx), records=records, aot=True)
@@ -343,6 +357,20 @@ class KernelVerifier(Verifier):
         return ""
 
     def gate_launch(self, ctx: Context) -> str:
+        if ctx.state.get("path") == "extension":
+            # C++ launches cannot be dry-run: those whose configuration the source spells
+            # out are checked against the device's limits here, on any node
+            from verifiers.kernels.extension import launch_violations
+
+            found = launch_violations(ctx.code, self.device_limits())
+            if found:
+                raise GateFail(
+                    Status.RUNTIME_ERROR,
+                    "launch_exceeds_limit",
+                    found[0][:300],
+                    feedback="\n".join(found[:5]) + "\n" + self.device_limits().describe(),
+                    metrics={"launch_violations": found[:8]},
+                )
         res = ctx.state.get("prepare")
         if res is None:
             return "not checked: " + ctx.state.get("launch_note", "no dry run for this path")
@@ -394,27 +422,70 @@ class KernelVerifier(Verifier):
             seed = int.from_bytes(os.urandom(4), "little")
             trials.append({"seed": seed, "small": small_only, "shift": float(h["shift"])})
         ctx.metrics["trial_seeds"] = [t["seed"] for t in trials]
+        if self.device == "cuda":
+            return self._correct_on_gpu(ctx, trials)
         # the interpreter is slow: a longer deadline on the CPU
-        timeout = ctx.limits.timeout_s * (6 if self.device == "cpu" else 3)
+        timeout = ctx.limits.timeout_s * 6
         with self.pool(ctx.limits).gpu.shared():
             res = self._job(ctx, ["load", "outputs"], timeout, trials=trials)
             if not res["ok"]:
                 self._fail_from(ctx, res)
             return self._compare(ctx, trials, res)
 
+    def _correct_on_gpu(self, ctx: Context, trials: list[dict]) -> str:
+        """The trials run one at a time in the runner; each hands its inputs and outputs
+        over as GPU memory (`devshare`), compared here on the GPU before the next runs."""
+        cost = self._cost(ctx.task)
+        for t in trials:  # sized so the allocator's next blocks can be poisoned
+            t["out_bytes"] = cost["small_out" if t["small"] else "out"]
+        checker = _SharedTrials(self, ctx, trials)
+        # the step limit scales with what the reference itself costs at these sizes
+        timeout = max(ctx.limits.timeout_s * 3, 30.0 + len(trials) * 20.0 * cost["seconds"])
+        with self.pool(ctx.limits).gpu.shared(), self._admit(ctx, cost):
+            res = self._job(ctx, ["load", "outputs"], timeout, trials=trials, on_share=checker)
+        checker.raise_failure()
+        if not res["ok"]:
+            self._fail_from(ctx, res)
+        if checker.done < len(trials):
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "shape_mismatch",
+                f"trial {checker.done + 1}/{len(trials)}: the runner handed over no outputs",
+                feedback="forward returned, but its outputs never reached the verifier",
+            )
+        ctx.metrics["max_abs_err"] = checker.worst
+        return f"{len(trials)} trials pass (GPU, compared on the device); max abs error " + (
+            f"{checker.worst:.3g}"
+        )
+
     def gate_timing(self, ctx: Context) -> str:
         self._need_gpu(ctx, "timing")
         pool = self.pool(ctx.limits)
-        with pool.gpu.exclusive():
-            res = self._job(ctx, ["load", "time"], ctx.limits.timeout_s * 3)
+        cost = self._cost(ctx.task)
+        # fresh inputs, and the last timed run's output checked: a timed run is a trial
+        seed = int.from_bytes(os.urandom(4), "little")
+        timed = [{"seed": seed, "small": False, "key": "timed", "where": "the last timed run"}]
+        checker = _SharedTrials(self, ctx, timed)
+        timeout = max(ctx.limits.timeout_s * 3, 30.0 + 150.0 * cost["seconds"])
+        with pool.gpu.exclusive(), self._admit(ctx, cost):
+            res = self._job(ctx, ["load", "time"], timeout, timing_seed=seed, on_share=checker)
+            checker.raise_failure()
             if not res["ok"]:
                 self._fail_from(ctx, res)
             base = self._baseline(ctx.task)
+        if checker.done < 1:
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "shape_mismatch",
+                "the last timed run handed over no outputs to check",
+            )
         cand = res["timing"]
         ms = cand["median_ms"]
         eager = base["eager"]["median_ms"]
         bar = ctx.task.harness.get("speed_bar", 0.8)
-        floor_ms = base.get("bytes", 0) / PEAK_BYTES_PER_S * 1e3
+        floor_ms = (
+            max(base.get("bytes", 0) / PEAK_BYTES_PER_S, base.get("flops", 0) / PEAK_FLOPS) * 1e3
+        )
         speed = judge_speed(ms, eager, bar, floor_ms)
         speedup = speed.speedup
         ctx.metrics.update(
@@ -422,11 +493,15 @@ class KernelVerifier(Verifier):
             timing=cand,
             eager_ms=round(eager, 5),
             speedup=round(speedup, 4),
+            floor_ms=round(floor_ms, 6),
         )
         compiled = base.get("compile")
         if compiled:
             ctx.metrics["compile_ms"] = round(compiled["median_ms"], 5)
             ctx.metrics["speedup_vs_compile"] = round(compiled["median_ms"] / ms, 4)
+        if speed.impossible:
+            ctx.metrics["implausible_speedup"] = True
+            raise GateFail(Status.REJECTED, "implausible_speedup", speed.note, feedback=speed.note)
         if speed.implausible:
             ctx.metrics["implausible_speedup"] = True
             ctx.notes.append(speed.note)
@@ -455,13 +530,72 @@ class KernelVerifier(Verifier):
             metrics={"gates_not_run": wanted},
         )
 
+    def _tolerance(self, task: Task):
+        """(atol, rtol) by output dtype: the task's override, else its dtype's row."""
+        from verifiers.kernels import spec
+
+        h = task.harness
+        return lambda dtype: spec.tolerance(h, dtype)
+
+    def _cost(self, task: Task) -> dict:
+        """What the reference costs at this task's sizes, measured here once: seconds to
+        draw the inputs and run forward (step limits scale with it), and the bytes of
+        inputs and outputs at the timing and the small shapes (GPU memory budgets)."""
+        if task.task_id in self._costs:
+            return self._costs[task.task_id]
+        import torch
+
+        from verifiers.kernels import runner
+
+        cost: dict[str, Any] = {}
+        for small in (False, True):
+            problem, model = self._reference(task, small)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            inputs = self._inputs(problem, 1, "cuda")
+            with torch.no_grad():
+                outs = runner.as_outputs(model(*inputs))
+            torch.cuda.synchronize()
+            tag = "small_" if small else ""
+            cost[tag + "out"] = [_nbytes([o]) for o in outs]
+            cost[tag + "bytes"] = _nbytes([*inputs, *outs])
+            if not small:
+                cost["seconds"] = time.perf_counter() - t0
+            del inputs, outs
+        self._costs[task.task_id] = cost
+        return cost
+
+    @contextlib.contextmanager
+    def _admit(self, ctx: Context, cost: dict):
+        """Hold this job's GPU memory estimate (the runner's inputs, outputs, their
+        exported copies and the candidate's working set; the reference and the
+        comparison here) until it ends; a job that cannot fit even alone is infra."""
+        need = int(4 * cost["bytes"] + 2 * 2**30)
+        ctx.state["gpu_budget"] = need
+        if not self._gpu_mem.fits(need):
+            raise GateFail(
+                Status.INFRA_ERROR,
+                "gpu_memory",
+                f"this task needs about {need / 2**30:.1f} GiB of GPU memory; this card "
+                f"has {self._gpu_mem.capacity / 2**30:.1f} GiB for jobs",
+            )
+        with self._gpu_mem.hold(need):
+            yield
+
     def _build_timeout(self, ctx: Context) -> float:
         if ctx.state.get("path") == "extension":
             return EXTENSION_BUILD_S
         return max(ctx.limits.timeout_s * 3, self.compile_timeout_s)
 
     def _job(
-        self, ctx: Context, steps: list[str], timeout_s: float, *, aot: bool = False, **extra
+        self,
+        ctx: Context,
+        steps: list[str],
+        timeout_s: float,
+        *,
+        aot: bool = False,
+        on_share=None,
+        **extra,
     ) -> dict:
         pool = self.pool(ctx.limits, aot)
         slot = "aot_worker" if aot else "worker"
@@ -491,14 +625,22 @@ class KernelVerifier(Verifier):
             **ctx.state.get("job_extra", {}),
             **extra,
         }
-        if "outputs" in steps:  # the one job that writes files: a fresh dir for them
+        if "outputs" in steps and on_share is None:  # outputs as files (CPU nodes)
             out = worker.fresh_outdir()
             job["out_dir"] = ctx.state["out_dir"] = worker.guest_path(out)
+        if self.device == "cuda" and ctx.state.get("gpu_budget"):
+            import torch
+
+            total = torch.cuda.get_device_properties(0).total_memory
+            job["gpu_fraction"] = min(1.0, ctx.state["gpu_budget"] / total)
         t0 = time.perf_counter()
+        oom_before = oom_kills()
         try:
-            res = worker.run(
-                job, timeout_s, cpu_s=ctx.limits.cpu_s, output_bytes=ctx.limits.output_bytes
-            )
+            kw = {"cpu_s": ctx.limits.cpu_s, "output_bytes": ctx.limits.output_bytes}
+            if on_share is not None:
+                res = worker.run_shared(job, timeout_s, on_share, **kw)
+            else:
+                res = worker.run(job, timeout_s, **kw)
         except MachineFault:  # the machine, not the candidate: infra (verifiers.base)
             ctx.state["dirty"] = True
             raise
@@ -536,18 +678,55 @@ class KernelVerifier(Verifier):
             ctx.tool_seconds += time.perf_counter() - t0
         if not isinstance(res.get("seconds"), dict):
             res["seconds"] = {}
+        self._machine_or_candidate(ctx, res, oom_before)
         ctx.metrics.setdefault("runner_seconds", {}).update(res["seconds"])
         # a failed job leaves nothing behind: it ran in a child of the runner, now gone
         return res
 
+    def _machine_or_candidate(self, ctx: Context, res: dict, oom_before: int | None) -> None:
+        """A job whose runner child died or ran out of GPU memory: the machine's doing
+        (MachineFault: infra, retried) when the node's OOM killer struck while the child
+        was within its memory budget, or the card was full; else the candidate's."""
+        if res.get("ok") or not isinstance(res.get("error"), dict):
+            return
+        err, died = res["error"], res.get("died")
+        if isinstance(died, dict) and died.get("signal") == "SIGKILL":
+            now = oom_kills()
+            struck = now is not None and oom_before is not None and now > oom_before
+            rss_mb = int(died.get("peak_rss_kb") or 0) // 1024
+            if struck and rss_mb < ctx.limits.memory_mb:
+                ctx.state["dirty"] = True
+                raise MachineFault(
+                    "killed_externally",
+                    f"the node's OOM killer killed the runner (its peak RSS {rss_mb} MB, "
+                    f"within its {ctx.limits.memory_mb} MB)",
+                )
+            if struck:
+                err["type"], err["types"] = "MemoryError", ["builtins.MemoryError"]
+                err["message"] = (
+                    f"the candidate's process grew to {rss_mb} MB of host memory "
+                    f"(budget {ctx.limits.memory_mb} MB) and the OOM killer stopped it"
+                )
+        if err.get("type") == "OutOfMemoryError" and oom_was_the_card(err.get("message", "")):
+            raise MachineFault(
+                "gpu_memory",
+                f"{res.get('step')}: the card had no room for the job: "
+                f"{str(err.get('message'))[:240]}",
+            )
+        if err.get("type") == "ShareError":  # exported GPU memory failed: the driver's
+            raise MachineFault("gpu_memory", f"sharing GPU memory: {err.get('message')}"[:300])
+
     def _fail_from(self, ctx: Context, res: dict) -> None:
         err = res["error"]
         status, code = classify_python(res["step"], err)
+        feedback = feedback_from(err)
+        if code == "launch_exceeds_limit":  # the limit it broke, whatever raised it
+            feedback += "\n" + self.device_limits().describe()
         raise GateFail(
             status,
             code,
             f"{res['step']}: {err['type']}: {err['message'][:240]}",
-            feedback=feedback_from(err),
+            feedback=feedback,
         )
 
     # reference outputs, computed here (never in the candidate's process)
@@ -581,9 +760,8 @@ class KernelVerifier(Verifier):
         import torch
 
         from verifiers.kernels import runner
-        from verifiers.kernels.compare import compare
+        from verifiers.kernels.compare import compare, same_bits
 
-        h = ctx.task.harness
         worst = 0.0
         for i, trial in enumerate(trials):
             problem, model = self._reference(ctx.task, trial["small"])
@@ -595,13 +773,28 @@ class KernelVerifier(Verifier):
             ):
                 ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
                 continue
+            tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
             try:
-                got = self._read_outputs(ctx, res["outputs"][i], want)
+                files = res["outputs"][i]
+                if not isinstance(files, dict):
+                    raise ValueError("no outputs and inputs listed")
+                got = self._read_outputs(ctx, files.get("outputs"), want)
+                after = self._read_outputs(ctx, files.get("inputs"), tensors, "input")
             except (OutputRefused, ValueError, TypeError, KeyError, IndexError) as e:
                 raise GateFail(
                     Status.WRONG_ANSWER, "shape_mismatch", f"trial {i + 1}: unreadable output: {e}"
                 ) from None
-            verdict = compare(got, want, h["atol"], h["rtol"])
+            for k, (x, y) in enumerate(zip(tensors, after, strict=True)):
+                if not same_bits(y, x):
+                    raise GateFail(
+                        Status.WRONG_ANSWER,
+                        "inputs_mutated",
+                        f"trial {i + 1}/{len(trials)}: forward changed its input {k} "
+                        f"({x.dtype}{list(x.shape)})",
+                        feedback=f"trial {i + 1}: forward wrote into input {k}; a kernel must "
+                        "leave its inputs as it got them (write results into new tensors)",
+                    )
+            verdict = compare(got, want, tol=self._tolerance(ctx.task))
             if not verdict.ok:
                 where = "small tail shapes" if trial["small"] else "timing shapes"
                 if trial.get("shift"):
@@ -619,21 +812,22 @@ class KernelVerifier(Verifier):
         where = "CPU interpreter, small shapes" if self.device == "cpu" else "GPU"
         return f"{len(trials)} trials pass ({where}); max abs error {worst:.3g}"
 
-    def _read_outputs(self, ctx: Context, metas: list, want: list) -> list:
-        """The runner's output files for one trial, read by the host: only a plain file
-        (no link anywhere on its path) of exactly the size of the reference's output."""
+    def _read_outputs(self, ctx: Context, metas: list, want: list, what: str = "output") -> list:
+        """The runner's output (or after-forward input) files for one trial, read by the
+        host: only a plain file (no link anywhere on its path) of exactly the size of the
+        reference's tensor."""
         from verifiers.kernels import runner
 
         if not isinstance(metas, list) or len(metas) != len(want):
             n = len(metas) if isinstance(metas, list) else "no"
-            raise ValueError(f"forward returned {n} output(s); the reference returns {len(want)}")
+            raise ValueError(f"forward returned {n} {what}(s); the reference has {len(want)}")
         worker, out_dir = ctx.state["worker"], ctx.state["out_dir"]
         got = []
         for k, (meta, w) in enumerate(zip(metas, want, strict=True)):
             dtype, shape = str(w.dtype).removeprefix("torch."), list(w.shape)
             if meta.get("dtype") != dtype or [int(s) for s in meta.get("shape", [])] != shape:
                 raise ValueError(
-                    f"output {k} is a {meta.get('dtype')}{meta.get('shape')}, "
+                    f"{what} {k} is a {meta.get('dtype')}{meta.get('shape')}, "
                     f"expected a {dtype}{shape}"
                 )
             nbytes = runner.raw_nbytes(w.dtype, shape)
@@ -676,7 +870,11 @@ class KernelVerifier(Verifier):
         with torch.no_grad():
             outs = runner.as_outputs(model(*inputs))
         nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
-        base: dict[str, Any] = {"eager": runner.time_cuda(model, inputs), "bytes": nbytes}
+        base: dict[str, Any] = {
+            "eager": runner.time_cuda(model, inputs),
+            "bytes": nbytes,
+            "flops": _flops(model, inputs),
+        }
         if with_compile:
             try:
                 compiled = torch.compile(model)
@@ -779,6 +977,8 @@ class CudaVerifier(KernelVerifier):
                 raise GateFail(Status.TIMEOUT, "tool_timeout", res.log)
             if res.output_capped:  # its messages about the candidate's source: a flood
                 raise GateFail(Status.RESOURCE_LIMIT, "output_limit", res.log)
+            if res.crashed:  # the compiler died: the toolchain's fault, retried
+                raise GateFail(Status.INFRA_ERROR, "tool_crash", f"nvcc crashed: {res.log[-300:]}")
             if not res.ok:
                 raise nvcc_failure(res.log)
             ctx.metrics["ptxas"] = {
@@ -805,6 +1005,192 @@ class CudaVerifier(KernelVerifier):
         ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
         ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
         return detail
+
+
+def _flops(model, inputs) -> int:
+    """The reference's FLOPs as torch counts them (matmuls, convolutions; 0 for what it
+    does not count): the compute half of the floor under a plausible time."""
+    try:
+        import torch
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(*inputs)
+        return int(counter.get_total_flops())
+    except Exception:  # a counter that cannot follow the model: no compute floor
+        return 0
+
+
+def _nbytes(xs) -> int:
+    return sum(x.numel() * x.element_size() for x in xs if hasattr(x, "element_size"))
+
+
+_OOM = re.compile(
+    r"Tried to allocate ([\d.]+) ([KMGT]i?B).*?of which ([\d.]+) ([KMGT]i?B) is free", re.S
+)
+_UNIT = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def oom_was_the_card(message: str) -> bool:
+    """torch's CUDA out-of-memory message: True when the card had less free memory than
+    the allocation asked for (other jobs held it: the machine's), False when it had room
+    and the runner's own share refused it (the candidate's excess)."""
+    m = _OOM.search(message or "")
+    if not m:
+        return False
+    want = float(m[1]) * _UNIT[m[2][0]]
+    free = float(m[3]) * _UNIT[m[4][0]]
+    return free < want
+
+
+class _SharedTrials:
+    """The verifier's side of a GPU job's trials: the runner hands each trial's inputs
+    and outputs over as exported GPU memory (a header naming the trial, and fds); this
+    computes the reference for that trial here, checks the inputs came back unchanged and
+    compares the outputs on the GPU, then tells the runner to go on or stop. The first
+    failure is kept (`raise_failure`) for the gate to raise once the job is over."""
+
+    def __init__(self, verifier: KernelVerifier, ctx: Context, trials: list[dict]):
+        self.v, self.ctx, self.trials = verifier, ctx, trials
+        self.done = 0
+        self.worst = 0.0
+        self.failure: GateFail | None = None
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def __call__(self, header: dict, fds: list[int]) -> dict:
+        if self.failure is not None or self.done >= len(self.trials):
+            return {"go": False}
+        try:
+            self._check(header, fds)
+            self.done += 1
+            return {"go": self.done < len(self.trials)}
+        except GateFail as f:
+            self.failure = f
+        except MachineFault as e:
+            self.failure = GateFail(Status.INFRA_ERROR, e.code, e.detail)
+        except Exception as e:  # the verifier's own trouble (CUDA, a bug): never a label
+            self.failure = GateFail(
+                Status.INFRA_ERROR,
+                "harness_error",
+                f"comparing trial {self.done + 1}: {type(e).__name__}: {str(e)[:240]}",
+            )
+        return {"go": False}
+
+    def _where(self, i: int, trial: dict) -> str:
+        if trial.get("where"):
+            return trial["where"]
+        where = "small tail shapes" if trial["small"] else "timing shapes"
+        if trial.get("shift"):
+            where += f", inputs shifted by {trial['shift']:g}"
+        return f"trial {i + 1}/{len(self.trials)} ({where})"
+
+    def _check(self, header: dict, fds: list[int]) -> None:
+        import torch
+
+        from verifiers.kernels import runner
+        from verifiers.kernels.compare import compare, same_bits
+
+        i = self.done
+        trial = self.trials[i]
+        where = self._where(i, trial)
+        key = trial.get("key", i)
+        if header.get("trial") != key:
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "shape_mismatch",
+                f"{where}: the runner handed over {str(header.get('trial'))[:40]!r}, not it",
+            )
+        v, ctx = self.v, self.ctx
+        problem, model = v._reference(ctx.task, trial["small"])
+        inputs = v._inputs(problem, trial["seed"], "cuda", trial.get("shift", 0.0))
+        with torch.no_grad():
+            want = runner.as_outputs(model(*inputs))
+        if trial.get("shift") and not all(
+            bool(torch.isfinite(w).all()) for w in want if w.is_floating_point()
+        ):
+            ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
+            return
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        metas = header.get("outputs")
+        n_in = header.get("inputs")
+        if not isinstance(metas, list) or len(metas) != len(want):
+            n = len(metas) if isinstance(metas, list) else "no"
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "shape_mismatch",
+                f"{where}: forward returned {n} output(s); the reference returns {len(want)}",
+            )
+        if n_in != len(tensors) or len(fds) != len(tensors) + len(want):
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "shape_mismatch",
+                f"{where}: the runner handed over {len(fds)} tensors, not "
+                f"{len(tensors)} inputs and {len(want)} outputs",
+            )
+        for k, (meta, w) in enumerate(zip(metas, want, strict=True)):
+            dtype, shape = str(w.dtype).removeprefix("torch."), list(w.shape)
+            if (
+                not isinstance(meta, dict)
+                or meta.get("dtype") != dtype
+                or meta.get("shape") != shape
+            ):
+                got = f"{meta.get('dtype')}{meta.get('shape')}" if isinstance(meta, dict) else "?"
+                raise GateFail(
+                    Status.WRONG_ANSWER,
+                    "shape_mismatch",
+                    f"{where}: output {k} is a {got}, expected a {dtype}{shape}",
+                )
+        opened: list = []
+        try:
+            for k, (x, fd) in enumerate(zip(tensors, fds, strict=False)):
+                imp = self._open(fd, x, where, f"input {k}")
+                opened.append(imp)
+                if not same_bits(imp.tensor(x.dtype, x.shape), x):
+                    raise GateFail(
+                        Status.WRONG_ANSWER,
+                        "inputs_mutated",
+                        f"{where}: forward changed its input {k} ({x.dtype}{list(x.shape)})",
+                        feedback=f"{where}: forward wrote into input {k}; a kernel must "
+                        "leave its inputs as it got them (write results into new tensors)",
+                    )
+            got = []
+            for k, (w, fd) in enumerate(zip(want, fds[len(tensors) :], strict=True)):
+                imp = self._open(fd, w, where, f"output {k}")
+                opened.append(imp)
+                got.append(imp.tensor(w.dtype, w.shape))
+            verdict = compare(got, want, tol=v._tolerance(ctx.task))
+            del got
+            torch.cuda.synchronize()
+        finally:
+            for imp in opened:
+                imp.close()
+        if not verdict.ok:
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                verdict.code,
+                f"{where}: {verdict.summary}",
+                feedback=f"{where}, seed {trial['seed']}: {verdict.detail}",
+                metrics={"failed_trial": i, "max_abs_err": verdict.max_abs_err},
+            )
+        self.worst = max(self.worst, verdict.max_abs_err)
+
+    @staticmethod
+    def _open(fd: int, like, where: str, what: str):
+        from verifiers.kernels import devshare
+
+        try:
+            return devshare.Imported(fd, _nbytes([like]))
+        except devshare.ShareError as e:
+            if "CUresult 2" in str(e):  # CUDA_ERROR_OUT_OF_MEMORY: the card, not the code
+                raise MachineFault("gpu_memory", f"{where}: mapping {what}: {e}") from None
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "shape_mismatch",
+                f"{where}: {what} could not be read as a {like.dtype}{list(like.shape)}: {e}",
+            ) from None
 
 
 @functools.lru_cache(maxsize=256)
