@@ -9,6 +9,11 @@ then, side by side, the device-only compile (nvcc to a cubin) against building a
 extension (`load_inline`) of the same kernels.
 
     python bench/bench_kernels.py [--unconfined] [--tasks a,b] [--ext-kernels 3]
+        [--kernelbench PATH [--kb-problems a,b] [--only-kernelbench]]
+
+`--kernelbench PATH` (a KernelBench checkout, or a copy of its src/ and KernelBench/level1)
+adds `bench/kernelbench_phase.py`: level-1 problems at their own sizes verified by Crucible
+and by KernelBench's own eval in the same process, side by side.
 
 Needs torch, triton, cupy, numpy and nvcc; nothing else from the project's stack.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import statistics
@@ -136,6 +142,37 @@ def spread(tasks, n: int) -> list:
     return out
 
 
+def save_json(results: dict, out: str) -> None:
+    """`out`, and its copy under $OUT when the device machine collects one."""
+    text = json.dumps(results, indent=1, default=str)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text)
+    if os.environ.get("OUT"):
+        (Path(os.environ["OUT"]) / Path(out).name).write_text(text)
+
+
+def kernelbench(args, limits: Limits, results: dict, save) -> None:
+    """The KernelBench phase (bench/kernelbench_phase.py): rows and summary into `results`."""
+    from bench.kernelbench_phase import run_phase
+
+    if args.kb_timeout_s:
+        limits = dataclasses.replace(limits, timeout_s=args.kb_timeout_s)
+    problems = args.kb_problems.split(",") if args.kb_problems else None
+    section: dict = {"rows": [], "summary": {}}
+    results["kernelbench"] = section
+    run_phase(
+        Path(args.kernelbench),
+        problems,
+        limits,
+        args.workers,
+        section["rows"],
+        on_row=save,
+        out_summary=section["summary"],
+        kb_skip=tuple(x for x in args.kb_eval_skip.split(",") if x),
+    )
+    save()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", help="comma-separated task names (default: all)")
@@ -145,15 +182,35 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "kernels.json"))
+    p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
+    p.add_argument("--kernelbench", metavar="PATH", help="KernelBench root: run its phase too")
+    p.add_argument("--kb-problems", help="comma-separated level-1 stems (or `fixtures`)")
+    p.add_argument("--kb-timeout-s", type=float, help="Limits.timeout_s for that phase")
+    p.add_argument("--only-kernelbench", action="store_true", help="skip the other phases")
+    p.add_argument(
+        "--kb-eval-skip",
+        default="",
+        help="comma-separated candidate name prefixes that only Crucible verifies (e.g. kb_)",
+    )
     args = p.parse_args()
+    if args.only_kernelbench and not args.kernelbench:
+        p.error("--only-kernelbench needs --kernelbench PATH")
+    name = "kernels_kernelbench.json" if args.only_kernelbench else "kernels.json"
+    args.out = args.out or str(ROOT / "bench" / "results" / name)
 
     import torch
 
     from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
 
-    cache = Path(tempfile.mkdtemp(prefix="crucible-bench-cache-"))  # cold: compile included
     limits = Limits(unconfined=args.unconfined)
+    if args.only_kernelbench:
+        dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+        print(f"device: {dev}; torch {torch.__version__}", flush=True)
+        results = {"device": dev, "torch": torch.__version__}
+        kernelbench(args, limits, results, lambda: save_json(results, args.out))
+        print(f"\nwrote {args.out}")
+        return 0
+    cache = Path(tempfile.mkdtemp(prefix="crucible-bench-cache-"))  # cold: compile included
     names = args.tasks.split(",") if args.tasks else None
     tasks, errors = load_catalog(ROOT / "tasks", args.domains.split(","), names)
     for e in errors:
@@ -165,14 +222,9 @@ def main() -> int:
         "triton": TritonVerifier(cache_dir=cache, workers=args.workers),
     }
     results: dict = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
-    out_dir = os.environ.get("OUT")
 
     def save() -> None:
-        text = json.dumps(results, indent=1, default=str)
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
-        if out_dir:
-            (Path(out_dir) / Path(args.out).name).write_text(text)
+        save_json(results, args.out)
 
     # 0. workers started and reference timings measured before any clock starts: a
     #    verifier node keeps both for every later candidate
@@ -343,6 +395,8 @@ def main() -> int:
             )
         )
     save()
+    if args.kernelbench:
+        kernelbench(args, limits, results, save)
     print(f"\nwrote {args.out}")
     return 0
 
