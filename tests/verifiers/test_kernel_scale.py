@@ -305,3 +305,44 @@ def test_an_over_limit_extension_launch_is_launch_exceeds_limit_on_any_node():
         # test_kernels.py::test_extension_path_compiles_against_torch_headers)
     finally:
         v.close()
+
+
+def test_a_build_toolchain_the_sandbox_cannot_run_is_infra():
+    msg = (
+        "Error building extension 'x': [1/3] c++ -MMD main.cpp -o main.o\n"
+        "FAILED: [code=127] main.o\n/bin/sh: 1: c++: Permission denied\n"
+    )
+    v = object.__new__(KernelVerifier)
+    err = {"type": "RuntimeError", "types": [], "message": msg, "traceback": ""}
+    with pytest.raises(MachineFault) as e:
+        v._machine_or_candidate(_Ctx(), {"ok": False, "step": "load", "error": err}, None)
+    assert e.value.code == "tool_missing"
+    # the candidate's own C++ error stays its compile error
+    err["message"] = "Error building extension 'x': main.cpp:3: error: expected ';'\nFAILED: main.o"
+    v._machine_or_candidate(_Ctx(), {"ok": False, "step": "load", "error": err}, None)
+
+
+def test_build_tools_are_ones_any_uid_may_run(monkeypatch):
+    import shutil
+    import tempfile
+
+    from verifiers.kernels.pool import build_tool
+
+    base = Path(tempfile.mkdtemp())  # under the temp dir (pytest's own is 0700)
+    try:
+        base.chmod(0o755)
+        private, public = base / "private", base / "public"
+        for d, mode in ((private, 0o700), (public, 0o755)):
+            d.mkdir()
+            (d / "c++").write_text("#!/bin/sh\n")
+            (d / "c++").chmod(0o755)
+            d.chmod(mode)
+        # a dir only root may enter, or one outside what the sandbox binds, is never
+        # taken: the system's compiler (/usr/bin, bound) is, if there is one
+        monkeypatch.setenv("PATH", f"{private}:{public}")
+        got = build_tool(("c++",))
+        assert got is None or got.startswith("/usr/")
+        monkeypatch.setattr("verifiers.kernels.pool._world_executable", lambda p: True)
+        assert build_tool(("no-such-compiler",)) is None
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -18,7 +18,6 @@ import dataclasses
 import functools
 import json
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -61,14 +60,31 @@ class WorkerSpec:
     aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
 
 
-def tool_dirs() -> list[str]:
-    """The dirs of the build tools load_inline runs (c++, gcc, ninja, nvcc) on the
-    caller's PATH."""
-    from verifiers.kernels.nvcc import find_nvcc
+def _world_executable(path: str) -> bool:
+    """`path` (links resolved) and every dir above it executable by any uid: the
+    sandbox uid (no group of the caller's) can run it."""
+    p = Path(path).resolve()
+    try:
+        return all(q.stat().st_mode & 0o001 for q in (p, *p.parents))
+    except OSError:
+        return False
 
-    found = [shutil.which(t) for t in ("c++", "g++", "gcc", "cc", "ninja")]
-    found.append(find_nvcc())
-    return [os.path.dirname(p) for p in found if p]
+
+def build_tool(names: tuple[str, ...]) -> str | None:
+    """The first of `names` that the sandbox uid may run and sees, by its real path: the
+    system's (/usr/bin, always bound) first, then the caller's PATH under /usr or /opt
+    (bound on GPU runners); None when there is none. A GPU image's own compiler (CC in its
+    environment, /opt/gcc) may be one the sandbox cannot run: never taken as given."""
+    dirs = ["/usr/bin", "/bin", *os.environ.get("PATH", "").split(":")]
+    for d in dict.fromkeys(x for x in dirs if x):
+        for n in names:
+            cand = os.path.join(d, n)
+            if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
+                continue
+            real = os.path.realpath(cand)
+            if real.startswith(("/usr/", "/opt/")) and _world_executable(real):
+                return real
+    return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -207,9 +223,13 @@ class KernelWorker(Worker):
             nvcc = find_nvcc()  # CUDA_HOME's, when set; links resolved
             if nvcc:
                 env["CUDA_HOME"] = str(Path(nvcc).parent.parent)
-            # and the host compiler and ninja it builds with, where the caller finds them
-            # (a GPU image may keep its gcc under /opt, off the sandbox's fixed PATH)
-            env["PATH"] = ":".join(dict.fromkeys([*tool_dirs(), *env["PATH"].split(":")]))
+                env["PATH"] = f"{Path(nvcc).parent}:{env['PATH']}"
+            # the compilers by path, ones the sandbox uid may run and sees (torch's
+            # cpp_extension reads CXX, Triton's launcher build CC)
+            for var, names in (("CXX", ("c++", "g++")), ("CC", ("gcc", "cc"))):
+                tool = build_tool(names)
+                if tool:
+                    env[var] = tool
         if self.spec.device == "cuda" and "TRITON_LIBCUDA_PATH" not in env:
             # Triton finds libcuda with `ldconfig -p`, whose cache a sandbox may not show
             found = libcuda_dir()

@@ -713,6 +713,12 @@ class KernelVerifier(Verifier):
                 f"{res.get('step')}: the card had no room for the job: "
                 f"{str(err.get('message'))[:240]}",
             )
+        if _BUILD_TOOL_MISSING.search(str(err.get("message", ""))):  # the node's toolchain
+            raise MachineFault(
+                "tool_missing",
+                "load_inline could not run the build toolchain in the sandbox: "
+                + str(err.get("message", ""))[-300:],
+            )
         if err.get("type") == "ShareError":  # exported GPU memory failed: the driver's
             raise MachineFault("gpu_memory", f"sharing GPU memory: {err.get('message')}"[:300])
 
@@ -1029,6 +1035,12 @@ _OOM = re.compile(
     r"Tried to allocate ([\d.]+) ([KMGT]i?B).*?of which ([\d.]+) ([KMGT]i?B) is free", re.S
 )
 _UNIT = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+# ninja could not start the compiler itself (exit 126/127): the node's, not the source's
+_BUILD_TOOL_MISSING = re.compile(
+    r"Error building extension.*?(FAILED: \[code=12[67]\]|"
+    r"(c\+\+|g\+\+|gcc|cc|nvcc|ninja): (Permission denied|not found))",
+    re.S,
+)
 
 
 def oom_was_the_card(message: str) -> bool:
