@@ -765,20 +765,14 @@ class KernelVerifier(Verifier):
     def _compare(self, ctx: Context, trials: list[dict], res: dict) -> str:
         import torch
 
-        from verifiers.kernels import runner
         from verifiers.kernels.compare import compare, same_bits
 
         worst = 0.0
         for i, trial in enumerate(trials):
-            problem, model = self._reference(ctx.task, trial["small"])
-            inputs = self._inputs(problem, trial["seed"], self.device, trial.get("shift", 0.0))
-            with torch.no_grad():
-                want = runner.as_outputs(model(*inputs))
-            if trial.get("shift") and not all(
-                bool(torch.isfinite(w).all()) for w in want if w.is_floating_point()
-            ):
-                ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
+            drawn = self._trial_reference(ctx, trial, self.device)
+            if drawn is None:
                 continue
+            inputs, want = drawn
             tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
             try:
                 files = res["outputs"][i]
@@ -792,14 +786,7 @@ class KernelVerifier(Verifier):
                 ) from None
             for k, (x, y) in enumerate(zip(tensors, after, strict=True)):
                 if not same_bits(y, x):
-                    raise GateFail(
-                        Status.WRONG_ANSWER,
-                        "inputs_mutated",
-                        f"trial {i + 1}/{len(trials)}: forward changed its input {k} "
-                        f"({x.dtype}{list(x.shape)})",
-                        feedback=f"trial {i + 1}: forward wrote into input {k}; a kernel must "
-                        "leave its inputs as it got them (write results into new tensors)",
-                    )
+                    raise inputs_mutated(f"trial {i + 1}/{len(trials)}", k, x)
             verdict = compare(got, want, tol=self._tolerance(ctx.task))
             if not verdict.ok:
                 where = "small tail shapes" if trial["small"] else "timing shapes"
@@ -817,6 +804,24 @@ class KernelVerifier(Verifier):
         ctx.metrics["max_abs_err"] = worst
         where = "CPU interpreter, small shapes" if self.device == "cpu" else "GPU"
         return f"{len(trials)} trials pass ({where}); max abs error {worst:.3g}"
+
+    def _trial_reference(self, ctx: Context, trial: dict, device: str):
+        """(inputs, reference outputs) of one trial, drawn here; None for a shifted trial
+        where the reference itself is not finite (skipped, noted in the metrics)."""
+        import torch
+
+        from verifiers.kernels import runner
+
+        problem, model = self._reference(ctx.task, trial["small"])
+        inputs = self._inputs(problem, trial["seed"], device, trial.get("shift", 0.0))
+        with torch.no_grad():
+            want = runner.as_outputs(model(*inputs))
+        if trial.get("shift") and not all(
+            bool(torch.isfinite(w).all()) for w in want if w.is_floating_point()
+        ):
+            ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
+            return None
+        return inputs, want
 
     def _read_outputs(self, ctx: Context, metas: list, want: list, what: str = "output") -> list:
         """The runner's output (or after-forward input) files for one trial, read by the
@@ -1027,6 +1032,16 @@ def _flops(model, inputs) -> int:
         return 0
 
 
+def inputs_mutated(where: str, k: int, x) -> GateFail:
+    return GateFail(
+        Status.WRONG_ANSWER,
+        "inputs_mutated",
+        f"{where}: forward changed its input {k} ({x.dtype}{list(x.shape)})",
+        feedback=f"{where}: forward wrote into input {k}; a kernel must leave its inputs "
+        "as it got them (write results into new tensors)",
+    )
+
+
 def _nbytes(xs) -> int:
     return sum(x.numel() * x.element_size() for x in xs if hasattr(x, "element_size"))
 
@@ -1102,7 +1117,6 @@ class _SharedTrials:
     def _check(self, header: dict, fds: list[int]) -> None:
         import torch
 
-        from verifiers.kernels import runner
         from verifiers.kernels.compare import compare, same_bits
 
         i = self.done
@@ -1116,15 +1130,10 @@ class _SharedTrials:
                 f"{where}: the runner handed over {str(header.get('trial'))[:40]!r}, not it",
             )
         v, ctx = self.v, self.ctx
-        problem, model = v._reference(ctx.task, trial["small"])
-        inputs = v._inputs(problem, trial["seed"], "cuda", trial.get("shift", 0.0))
-        with torch.no_grad():
-            want = runner.as_outputs(model(*inputs))
-        if trial.get("shift") and not all(
-            bool(torch.isfinite(w).all()) for w in want if w.is_floating_point()
-        ):
-            ctx.metrics["shifted_trial"] = "skipped: the reference is not finite there"
+        drawn = v._trial_reference(ctx, trial, "cuda")
+        if drawn is None:
             return
+        inputs, want = drawn
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         metas = header.get("outputs")
         n_in = header.get("inputs")
@@ -1161,13 +1170,7 @@ class _SharedTrials:
                 imp = self._open(fd, x, where, f"input {k}")
                 opened.append(imp)
                 if not same_bits(imp.tensor(x.dtype, x.shape), x):
-                    raise GateFail(
-                        Status.WRONG_ANSWER,
-                        "inputs_mutated",
-                        f"{where}: forward changed its input {k} ({x.dtype}{list(x.shape)})",
-                        feedback=f"{where}: forward wrote into input {k}; a kernel must "
-                        "leave its inputs as it got them (write results into new tensors)",
-                    )
+                    raise inputs_mutated(where, k, x)
             got = []
             for k, (w, fd) in enumerate(zip(want, fds[len(tensors) :], strict=True)):
                 imp = self._open(fd, w, where, f"output {k}")
