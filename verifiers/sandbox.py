@@ -390,9 +390,9 @@ def confined_argv(c: Confinement, lim: Limits, root: bool) -> list[str]:
     """
     if lim.unconfined:
         return []
-    # by the path found on the caller's PATH: the sandbox is started with a fixed PATH
-    # (SANDBOX_PATH), and a bwrap unpacked elsewhere (/opt, a user's prefix) is not on it
-    bwrap = shutil.which("bwrap") or "bwrap"
+    # by its path: the system's (SANDBOX_PATH, the fixed PATH the sandbox starts with),
+    # else the one on the caller's PATH (a bwrap unpacked under /opt or a user's prefix)
+    bwrap = shutil.which("bwrap", path=SANDBOX_PATH) or shutil.which("bwrap") or "bwrap"
     if root:
         cmd = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
         cmd.append("--unshare-cgroup-try")

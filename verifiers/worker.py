@@ -239,8 +239,14 @@ class _Batches:
 
     def verify(self, pending: Sequence[Pending]) -> int:
         """Verify one batch; returns the number of its lines that got no verdict."""
-        self._current = self._thread.submit(self._verify, list(pending))
-        return self._current.result()
+        self._current = fut = self._thread.submit(self._verify, list(pending))
+        # waited for in short steps: a signal the kernel gave another thread only runs its
+        # Python handler when the main thread runs bytecode, never while it blocks on a lock
+        while True:
+            try:
+                return fut.result(timeout=0.2)
+            except concurrent.futures.TimeoutError:
+                continue
 
     def _verify(self, pending: list[Pending]) -> int:
         # one call per distinct Limits (usually one): verify_many takes a single Limits
