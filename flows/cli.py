@@ -766,8 +766,8 @@ def show(
     kind: Annotated[
         str,
         typer.Option(
-            help="Which artifact: picture (CAD: candidate beside reference), step, stl, "
-            "any other kind in the lake, or `all`."
+            help="Which artifact: picture (the candidate beside its reference, where its "
+            "verifier renders one), step, stl, any other kind in the lake, or `all`."
         ),
     ] = "picture",
 ) -> None:

@@ -738,13 +738,17 @@ def _yaml_str(text: str) -> str:
 def _proof_lines(settings: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
     dropped = sum(int(s.get("unproven_dropped", 0)) for s in manifest.get("stats", {}).values())
     if settings.get("require_proven", True):
+        formal = "; ".join(
+            f"{d.name}: {d.formal}" for d in domain_registry.domains().values() if d.formal
+        )
         return [
-            "Where a verifier checks a pass formally against the task's reference (RTL: "
-            "SAT / ABC `pdr` equivalence), a pass it could neither prove nor refute within "
-            "its limit passed the testbench only, and a testbench misses what it does not "
-            "drive (a trojan that fires after 2^32 cycles). Such passes are left out by "
-            f"default (`require_proven`): {dropped} rows here. Rows whose domain has no "
-            "formal check (or whose task has no reference) are judged by their tests.",
+            "Where a verifier checks a pass formally against the task's reference "
+            f"({formal or 'no domain here has one'}), a pass it could neither prove nor "
+            "refute within its limit passed the testbench only, and a testbench misses "
+            "what it does not drive (a trojan that fires after 2^32 cycles). Such passes "
+            f"are left out by default (`require_proven`): {dropped} rows here. Rows whose "
+            "domain has no formal check (or whose task has no reference) are judged by "
+            "their tests.",
         ]
     return [
         "`require_proven` is off: passes whose formal equivalence stayed unknown within "

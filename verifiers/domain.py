@@ -102,6 +102,9 @@ class Domain:
     default_run: bool = False  # `crucible run` without --domain runs it
     settings: str | None = None  # "module:Class" of its verifier settings (JSON-safe)
     summary: str = ""  # one line for `--help` and the guide
+    # how its verifier proves a pass equal to the task's reference ("" : it has no formal
+    # check; its passes are judged by their tests), for the dataset card
+    formal: str = ""
     # benchmark importers: (benchmark, "module:function"), the function writing that
     # benchmark's problems as tasks (`crucible import-<benchmark>` finds it here)
     importers: tuple[tuple[str, str], ...] = ()

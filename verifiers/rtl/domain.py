@@ -5,6 +5,7 @@ from verifiers.domain import Domain, ExtractRules, PerfMetric, PromptStyle
 DOMAIN = Domain(
     name="rtl",
     summary="Verilog / SystemVerilog: simulate, synthesize, prove equivalent",
+    formal="SAT / ABC `pdr` equivalence",
     verifier="verifiers.rtl.verifier:RtlVerifier",
     spec_loader="verifiers.rtl.spec:load_rtl_spec",
     perturb="generators.perturb.rtl:RtlPerturbGenerator",
