@@ -182,7 +182,7 @@ TORCH_HINT = (
 )
 def test_runner_errors_from_inside_an_extension(message, code):
     err = {"type": "RuntimeError", "types": ["RuntimeError", "Exception"], "message": message}
-    for step in ("outputs", "warm_full"):
+    for step in ("outputs", "warm"):
         assert classify_python(step, err) == (Status.RUNTIME_ERROR, code)
 
 

@@ -19,6 +19,7 @@ from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.kernels import compare as cmp
 from verifiers.kernels import devshare, runner
+from verifiers.kernels.errors import classify_python
 from verifiers.kernels.nvcc import nvcc_crashed
 from verifiers.kernels.verifier import (
     KernelVerifier,
@@ -211,7 +212,10 @@ def test_a_full_card_during_a_job_is_infra():
         v._machine_or_candidate(_Ctx(), {"ok": False, "step": "outputs", "error": err}, None)
     assert e.value.code == "gpu_memory"
     err = {"type": "OutOfMemoryError", "types": [], "message": OWN_CAP, "traceback": ""}
-    v._machine_or_candidate(_Ctx(), {"ok": False, "step": "outputs", "error": err}, None)
+    res = {"ok": False, "step": "outputs", "error": err}
+    v._machine_or_candidate(_Ctx(), res, None)  # its own cap: no fault raised, kept as is
+    assert res["error"]["type"] == "OutOfMemoryError"
+    assert classify_python("outputs", res["error"]) == (Status.RESOURCE_LIMIT, "memory_limit")
 
 
 def test_nvcc_dying_is_the_tools_crash_not_a_compile_error():
@@ -320,6 +324,7 @@ def test_a_build_toolchain_the_sandbox_cannot_run_is_infra():
     # the candidate's own C++ error stays its compile error
     err["message"] = "Error building extension 'x': main.cpp:3: error: expected ';'\nFAILED: main.o"
     v._machine_or_candidate(_Ctx(), {"ok": False, "step": "load", "error": err}, None)
+    assert classify_python("load", err)[0] is Status.COMPILE_ERROR
 
 
 def test_build_tools_are_ones_any_uid_may_run(monkeypatch):

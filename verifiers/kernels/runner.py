@@ -25,10 +25,12 @@ Job steps (each job starts with `load`: children keep nothing between jobs):
 `load` (problem + candidate, models built, Model's weights loaded into ModelNew),
 `launch` (dry run of forward at the timing shapes on meta tensors: every kernel launch is
 recorded and checked against the device's limits without running), `aot` (Triton: compile
-every recorded launch for sm_90), `warm_small` / `warm_full` (GPU: one forward at that
-shape: Triton's JIT compile), `outputs` (forward on each trial's fresh inputs, allocations
-poisoned with NaN, outputs saved for the parent), `time` (CUDA events, L2 flushed between
-runs).
+every recorded launch for sm_90), `warm` (GPU, after `launch`: one forward at the timing
+shapes, or the small ones past a launch limit: Triton's JIT compile), `outputs` (forward on
+each trial's fresh inputs, allocations poisoned with NaN; on a GPU each trial's inputs and
+outputs handed to the verifier as exported GPU memory, on a CPU saved as files), `time`
+(CUDA events, L2 flushed, a device-wide synchronize per run; the last run's output is
+handed over too).
 Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckDB.
 """
 
@@ -646,14 +648,6 @@ class Runner:
         """After `launch`: one forward at the timing shapes, or at the small ones when the
         dry run found an over-limit launch (Triton compiles here, outside the GPU lock)."""
         self._warm(bool((result.get("launch") or {}).get("violation")))
-
-    def step_warm_small(self, job: dict, result: dict) -> None:
-        """One forward at the small shapes: Triton compiles here, outside the GPU lock."""
-        self._warm(True)
-
-    def step_warm_full(self, job: dict, result: dict) -> None:
-        """One forward at the timing shapes (their own specialization), outside the lock."""
-        self._warm(False)
 
     def step_outputs(self, job: dict, result: dict) -> None:
         if self.share is not None and job.get("share"):

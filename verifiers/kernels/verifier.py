@@ -340,7 +340,7 @@ class KernelVerifier(Verifier):
         if not res["ok"] and res["step"] in ("setup", "load"):
             self._fail_from(ctx, res)
         if gpu and not res["ok"] and res["step"] == "warm":
-            status, _ = classify_python("warm_full", res["error"])
+            status, _ = classify_python("warm", res["error"])
             if status is Status.COMPILE_ERROR:
                 self._fail_from(ctx, res)
             ctx.state["run_error"] = res  # reported by the gate it belongs to
