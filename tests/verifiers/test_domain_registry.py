@@ -180,9 +180,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 def _domain_words() -> dict[str, re.Pattern[str]]:
     # any case: "RTL:" in a card sentence is the domain's fact as much as "rtl"
-    return {
-        n: re.compile(rf"(?<![A-Za-z0-9]){n}(?![A-Za-z0-9])", re.I) for n in domains.names()
-    }
+    return {n: re.compile(rf"(?<![A-Za-z0-9]){n}(?![A-Za-z0-9])", re.I) for n in domains.names()}
 
 
 def _domain_modules() -> set[str]:
