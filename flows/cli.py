@@ -7,10 +7,9 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flows import render
 from flows.options import (
@@ -37,6 +36,9 @@ from verifiers import domain as domain_registry
 from verifiers.catalog import TaskSpecError, load_catalog
 from verifiers.contract import Limits, Status, Task
 from verifiers.specfields import ImportProblems
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class _Crucible(typer.Typer):
@@ -373,6 +375,15 @@ def server(
 
 
 def _progress(con) -> Progress:
+    # only `run` draws bars: every other command (a one-off `verify`) skips the import
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(
         TextColumn("{task.description:<10}"),
         BarColumn(),
@@ -423,13 +434,20 @@ def _print_rows(con, title: str, rows: list[dict], cols: list[str]) -> None:
 
 
 def find_task(ref: str, roots: list[Path]) -> Task:
-    """A task by catalog name or by (a prefix of) its task_id."""
+    """A task by catalog name or by (a prefix of) its task_id. A name is its directory
+    (tasks/<domain>/<name>/): only that task is loaded, so `crucible verify` elaborates no
+    other reference; only a ref that names no directory searches the whole catalog."""
     hits: list[Task] = []
     errors: list[TaskSpecError] = []
     for root in roots:
-        tasks, errs = load_catalog(root)
+        tasks, errs = load_catalog(root, names=[ref])
+        hits += tasks
         errors += errs
-        hits += [t for t in tasks if t.name == ref or (len(ref) >= 6 and t.task_id.startswith(ref))]
+    if not hits and not errors:
+        for root in roots:
+            tasks, errs = load_catalog(root)
+            errors += errs
+            hits += [t for t in tasks if len(ref) >= 6 and t.task_id.startswith(ref)]
     if len(hits) == 1:
         return hits[0]
     where = ", ".join(map(str, roots))
@@ -666,9 +684,19 @@ def import_verilogeval(
     source: Annotated[
         str, typer.Option(help="Benchmark name recorded on each task")
     ] = "verilogeval",
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Run each problem's reference through its own testbench and the catalog's "
+            "checks, with every gate, and skip (with the reason) the ones that fail; "
+            "--no-check writes them all unchecked",
+        ),
+    ] = True,
 ) -> None:
     """Import a VerilogEval-layout benchmark directory as tasks of the hardware-design
-    domain (then run them with `crucible run --tasks DEST`)."""
+    domain (then run them with `crucible run --tasks DEST`). Each reference's cost per
+    gate is measured and stored with its task, and sets that task's budgets."""
     do_import, (domain,) = domain_registry.importer("verilogeval")
 
     if not src.is_dir():
@@ -676,7 +704,10 @@ def import_verilogeval(
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
     try:
-        imported, errors = do_import(src, dest / domain, split=split, source=source), []
+        imported, errors = (
+            do_import(src, dest / domain, split=split, source=source, check=check),
+            [],
+        )
     except ImportProblems as e:
         imported, errors = e.imported, e.errors
     _report_import(

@@ -9,9 +9,9 @@ add() { for p in "$@"; do pkgs+=("$p"); done; }
 for w in "${want[@]}"; do
   case "$w" in
     sandbox) add bubblewrap util-linux ;;
-    rtl) add bubblewrap util-linux iverilog verilator yosys ;;
+    rtl) add bubblewrap util-linux iverilog verilator yosys make g++ ;;  # verilator --binary builds with make + g++
     base) add make python3-venv ;;
-    all) add make python3-venv bubblewrap util-linux iverilog verilator yosys ;;
+    all) add make g++ python3-venv bubblewrap util-linux iverilog verilator yosys ;;
     *) echo "unknown toolchain group: $w (want rtl, sandbox, base or all)" >&2; exit 2 ;;
   esac
 done

@@ -43,6 +43,11 @@ CODES: dict[str, tuple[str, str]] = {
     "equivalence_counterexample": (FUNCTIONAL, "formal check found inputs where it differs"),
     "no_testbench_report": (FUNCTIONAL, "the simulation ended without the testbench's report"),
     "sim_runtime_error": (FUNCTIONAL, "the simulator stopped with an error"),
+    # a finding on a verdict (metrics["sim_disagreement"]), never a verdict's own code
+    "sim_disagreement": (
+        FUNCTIONAL,
+        "iverilog and verilator disagree on the design (a race, X-dependence, event order)",
+    ),
     "testbench_tampering": (FUNCTIONAL, "reaches into the testbench or the simulation control"),
     "forbidden_system_task": (FUNCTIONAL, "calls a system task a design under test may not use"),
     "numeric_mismatch": (FUNCTIONAL, "outputs differ from the reference beyond the tolerance"),

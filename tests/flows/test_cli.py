@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli import app, find_task
+from verifiers import catalog
 
 CATALOG = Path(__file__).resolve().parents[2] / "tasks"
 runner = CliRunner()
@@ -65,6 +69,66 @@ def test_verify_unknown_task_says_how_to_find_one(tmp_path):
     res = runner.invoke(app, ["verify", "--task", "no_such_task", str(f)])
     assert res.exit_code == 2
     assert "crucible tasks" in res.output
+
+
+def _catalog_with_a_broken_neighbour(tmp_path: Path) -> Path:
+    """mux4 as it is, and a task of another name whose task.toml is malformed."""
+    root = tmp_path / "tasks"
+    shutil.copytree(CATALOG / "rtl" / "mux4", root / "rtl" / "mux4")
+    (root / "rtl" / "broken").mkdir()
+    (root / "rtl" / "broken" / "task.toml").write_text('name = "broken"\n')
+    return root
+
+
+def _count_loads(monkeypatch) -> list[str]:
+    loaded: list[str] = []
+    real = catalog.load_task
+
+    def counting(task_dir, domain=None):
+        loaded.append(Path(task_dir).name)
+        return real(task_dir, domain)
+
+    monkeypatch.setattr(catalog, "load_task", counting)
+    return loaded
+
+
+def test_find_task_by_name_loads_only_that_task(tmp_path, monkeypatch):
+    root = _catalog_with_a_broken_neighbour(tmp_path)
+    loaded = _count_loads(monkeypatch)
+    assert find_task("mux4", [root]).name == "mux4"
+    assert loaded == ["mux4"]
+
+
+def test_verify_by_name_never_sees_a_malformed_neighbour(tmp_path):
+    root = _catalog_with_a_broken_neighbour(tmp_path)
+    ref = root / "rtl" / "mux4" / "ref.sv"
+    res = runner.invoke(app, ["verify", "--task", "mux4", "--tasks", str(root), str(ref)])
+    assert res.exit_code == 0, res.output
+    assert "malformed" not in res.output and "broken/task.toml" not in res.output
+
+
+def test_find_task_by_id_prefix_searches_the_whole_catalog(tmp_path, monkeypatch):
+    root = _catalog_with_a_broken_neighbour(tmp_path)
+    task_id = catalog.load_task(root / "rtl" / "mux4").task_id
+    loaded = _count_loads(monkeypatch)
+    assert find_task(task_id[:8], [root]).name == "mux4"
+    assert sorted(loaded) == ["broken", "mux4"]
+
+
+def test_find_task_names_a_malformed_task_and_refuses_a_missing_one(tmp_path):
+    root = _catalog_with_a_broken_neighbour(tmp_path)
+    with pytest.raises(typer.BadParameter, match="task 'broken' is malformed"):
+        find_task("broken", [root])
+    with pytest.raises(typer.BadParameter, match="no task named 'mux5'"):
+        find_task("mux5", [root])
+
+
+def test_find_task_refuses_a_name_two_catalogs_hold(tmp_path):
+    root = _catalog_with_a_broken_neighbour(tmp_path)
+    twin = tmp_path / "twin"
+    shutil.copytree(root / "rtl" / "mux4", twin / "rtl" / "mux4")
+    with pytest.raises(typer.BadParameter, match="'mux4' matches 2 tasks"):
+        find_task("mux4", [root, twin])
 
 
 def test_verify_empty_file_is_format_error(tmp_path):
@@ -257,7 +321,7 @@ def test_bad_verifier_settings_are_refused_before_any_work(tmp_path):
     lake = tmp_path / "lake"
     cases = [
         (["run", "--verifier-settings", '{"cad": {"worker": 2}}'], "worker (known: workers)"),
-        (["run", "--verifier-settings", '{"rtl": {"workers": 2}}'], "takes no settings"),
+        (["run", "--verifier-settings", '{"rtl": {"workers": 2}}'], "(known: cross_check_rate)"),
         (["serve", "--verifier-settings", "[1]"], '{"<domain>": {"<key>": value}}'),
     ]
     for args, message in cases:
@@ -266,7 +330,7 @@ def test_bad_verifier_settings_are_refused_before_any_work(tmp_path):
         assert message in " ".join(res.output.replace("│", " ").split()), (args, res.output)
     ref = CATALOG / "rtl" / "mux4" / "ref.sv"
     res = runner.invoke(app, ["verify", "--task", "mux4", str(ref), "--settings", '{"x": 1}'])
-    assert res.exit_code == 2 and "takes no settings" in res.output
+    assert res.exit_code == 2 and "cross_check_rate" in res.output
 
 
 def test_cli_worker_and_actor_build_the_verifier_with_the_same_settings(monkeypatch, tmp_path):

@@ -228,3 +228,116 @@ def test_header_parser_edge_cases():
         ports_from_header("module RefModule(a, y); input a; output y; endmodule", "RefModule")
     with pytest.raises(PortParseError, match="no ANSI header"):
         ports_from_header("module Other(input a); endmodule", "RefModule")
+
+
+# --- import = load: every reference through its own testbench and the catalog's checks ------
+
+# count10 in VerilogEval's FSM style: an `always_comb` whose case covers only the reachable
+# states (Yosys 0.23 refuses it as "Latch inferred"; the harness runs it)
+COUNT10_ALWAYS_COMB = """module RefModule (
+  input clk,
+  input reset,
+  output reg [3:0] q
+);
+  reg [3:0] next;
+  always_comb begin
+    case (q)
+      4'd0: next = 4'd1; 4'd1: next = 4'd2; 4'd2: next = 4'd3; 4'd3: next = 4'd4;
+      4'd4: next = 4'd5; 4'd5: next = 4'd6; 4'd6: next = 4'd7; 4'd7: next = 4'd8;
+      4'd8: next = 4'd9; 4'd9: next = 4'd0;
+    endcase
+  end
+  always @(posedge clk)
+    if (reset) q <= 0;
+    else q <= next;
+endmodule
+"""
+
+
+def _break_testbench(src: Path) -> None:
+    tb = src / "Prob010_mux2w8_test.sv"
+    text = tb.read_text(encoding="utf-8")
+    tb.write_text(text.replace("RefModule good1 (", "RefModule good1 (\n\t\t.y2(sel),"), "utf-8")
+
+
+def _copy_fixtures(dest: Path) -> Path:
+    dest.mkdir()
+    for path in FIXTURES.iterdir():
+        shutil.copy(path, dest / path.name)
+    return dest
+
+
+@needs_iverilog
+@needs_yosys
+def test_a_reference_that_fails_its_own_testbench_is_skipped(tmp_path: Path):
+    """VerilogEval Prob099's shape: the testbench uses a port the reference does not have.
+    Imported, every candidate would be blamed with `port_mismatch`."""
+    from verifiers.catalog import load_catalog
+
+    src = _copy_fixtures(tmp_path / "src")
+    _break_testbench(src)
+    with pytest.raises(ImportProblems) as info:
+        import_verilogeval(src, tmp_path / "out" / "rtl")
+    (err,) = info.value.errors
+    assert err.startswith("Prob010_mux2w8: its own reference fails its own harness")
+    assert "port_mismatch" in err
+    assert not (tmp_path / "out" / "rtl" / "Prob010_mux2w8").exists()
+    tasks, refused = load_catalog(tmp_path / "out", ["rtl"])
+    assert sorted(t.name for t in tasks) == ["Prob020_count10", "Prob030_dff8ar"]
+    assert refused == []
+
+
+@needs_iverilog
+@needs_yosys
+def test_an_unchecked_import_writes_every_problem(tmp_path: Path):
+    src = _copy_fixtures(tmp_path / "src")
+    _break_testbench(src)
+    done = import_verilogeval(src, tmp_path / "out" / "rtl", check=False)
+    assert len(done) == 3
+
+
+@needs_iverilog
+@needs_yosys
+def test_an_always_comb_latch_reference_imports_and_loads(tmp_path: Path):
+    from verifiers.catalog import load_catalog
+
+    src = _copy_fixtures(tmp_path / "src")
+    (src / "Prob020_count10_ref.sv").write_text(COUNT10_ALWAYS_COMB, encoding="utf-8")
+    done = import_verilogeval(src, tmp_path / "out" / "rtl")
+    tasks, refused = load_catalog(tmp_path / "out", ["rtl"])
+    assert refused == []
+    assert sorted(t.name for t in tasks) == sorted(p.name for p in done) == list(PROBLEMS)
+
+
+def test_costs_are_quantized_so_a_reimport_writes_the_same_task():
+    from verifiers.rtl.importer import quantize_cost
+
+    assert quantize_cost(0.05) == quantize_cost(0.49) == 0.0  # below the floor: not stored
+    assert quantize_cost(0.6) == quantize_cost(0.9) == 1.0
+    assert quantize_cost(5.7) == quantize_cost(7.9) == 8.0
+
+
+def test_budgets_follow_the_references_cost():
+    import dataclasses
+
+    from verifiers.contract import Task
+    from verifiers.rtl.verifier import COST_MULT, DEFAULT_SIM_CPU_S, sim_budget
+
+    base = Task(
+        name="t",
+        domain="rtl",
+        family="f",
+        level=1,
+        requirement="r",
+        interface={"top": "t", "kind": "combinational", "ports": []},
+        platform={},
+        reference="",
+        harness={"testbench": "", "sim_timeout_s": 20},
+        source="test",
+    )
+    assert sim_budget(base) == (20.0, DEFAULT_SIM_CPU_S)
+    slow = dataclasses.replace(base, harness={**base.harness, "ref_cost": {"simulate": 8.0}})
+    wall, cpu = sim_budget(slow)
+    assert cpu == 8 * COST_MULT and wall >= cpu  # the wall leaves room for the CPU budget
+    fixed = dataclasses.replace(slow, harness={**slow.harness, "sim_cpu_s": 3})
+    assert sim_budget(fixed)[1] == 3  # an explicit budget wins

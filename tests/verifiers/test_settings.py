@@ -45,7 +45,8 @@ def test_settings_round_trip_and_record_only_what_differs():
         ("triton", {"device": "gpu"}, "device must be one of cpu, cuda"),
         ("cad", {"workers": 0}, "workers must be at least 1"),
         ("cad", [1], "must be a JSON object"),
-        ("rtl", {"workers": 1}, "the rtl verifier takes no settings (given: workers)"),
+        ("rtl", {"workers": 1}, "unknown rtl verifier settings key(s): workers (known: cross"),
+        ("nosuch", {"workers": 1}, "the nosuch verifier takes no settings (given: workers)"),
     ],
 )
 def test_settings_refuse_unknown_keys_and_wrong_types(domain, given, message):

@@ -41,4 +41,5 @@ DOMAIN = Domain(
     fast_gates=("compile", "simulate"),
     default_run=True,
     importers=(("verilogeval", "verifiers.rtl.importer:import_verilogeval"),),
+    settings="verifiers.rtl.settings:RtlSettings",
 )

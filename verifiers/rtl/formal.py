@@ -56,6 +56,8 @@ BMC_FRAMES = 24
 SAT_CEX = "cex.json"  # yosys sat's model (WaveJSON), written only when there is one
 ABC_STATUS = "abc.status"  # ABC's write_status
 ABC_CEX = "cex.txt"
+# what Yosys reads: the sources with `always_comb` as `always @*` (hdl.comb_as_star)
+YOSYS_REF, YOSYS_CAND = "ref.y.sv", "cand.y.sv"
 
 _X_LITERAL = re.compile(r"'\s*[sS]?[bBoOhHdD]?\s*[0-9a-fA-F_zZ?]*[xX]")
 
@@ -65,7 +67,9 @@ def run_limits(timeout_s: float) -> dict[str, Any]:
     margin, and a CPU budget as long, so that a run that had the CPU all along and met the
     wall is the candidate's (undecided), one starved of it the machine's
     (`verifiers.sandbox.Stop`: infra, retried)."""
-    wall = timeout_s + 5
+    # the margin covers reading and elaborating before the solver's own clock starts; a
+    # solver that does not stop on its own clock is stopped here, barely later
+    wall = timeout_s + 1 + 0.1 * timeout_s
     return {"timeout_s": wall, "cpu_s": math.ceil(wall)}
 
 
@@ -80,8 +84,8 @@ def comb_script(top: str, ignore_gold_x: bool, timeout_s: float) -> str:
     gx = " -ignore_gold_x" if ignore_gold_x else ""
     return "; ".join(
         (
-            "read_verilog -sv ref.sv",
-            "read_verilog -sv cand.sv",
+            f"read_verilog -sv {YOSYS_REF}",
+            f"read_verilog -sv {YOSYS_CAND}",
             "proc",
             # proc turns case tables into ROMs, which sat cannot import: map them to logic
             "memory",
@@ -202,9 +206,9 @@ def prep_script() -> str:
     """Elaborate the miter to coarse cells and dump it as JSON, to see how it is clocked."""
     return "; ".join(
         (
-            "read_verilog -sv ref.sv",
+            f"read_verilog -sv {YOSYS_REF}",
             "read_verilog -sv miter.sv",
-            "read_verilog -sv cand.sv",
+            f"read_verilog -sv {YOSYS_CAND}",
             f"hierarchy -check -top {MITER}",
             "proc",
             "flatten",

@@ -88,3 +88,42 @@ def rename_reference(source: str, ref_top: str) -> str:
         elif not name.startswith(REF_PREFIX):
             mapping[name] = REF_PREFIX + name
     return rename_modules(source, mapping)
+
+
+_TIMESCALE = re.compile(r"^[ \t]*`timescale\b[^\n]*", re.M)
+_DEFINE = re.compile(r"^[ \t]*`define\s+([A-Za-z_]\w*)", re.M)
+
+
+def unit_shim(*harness: str) -> str:
+    """The file compiled between the harness's files and the candidate's, in one
+    compilation unit: the time scale in force after them (the last `timescale), so the
+    candidate's delays are in the harness's units, and an `undef of every macro they
+    define, so none of the harness's text (its report strings included) can be expanded
+    in the candidate's."""
+    lines = ["// crucible: between the harness and the candidate"]
+    scales = [m[0].strip() for src in harness for m in _TIMESCALE.finditer(strip_comments(src))]
+    if scales:
+        lines.append(scales[-1])
+    names = sorted({m[1] for src in harness for m in _DEFINE.finditer(strip_comments(src))})
+    lines += [f"`undef {n}" for n in names]
+    return "\n".join(lines) + "\n"
+
+
+_ALWAYS_COMB = re.compile(r"(?<![\w$`])always_comb\b")
+
+
+def comb_as_star(source: str) -> str:
+    """`always_comb` as `always @*`, for Yosys only (same lines, so messages still point
+    right). Yosys 0.23 refuses an `always_comb` that infers a latch ("Latch inferred ...
+    from always_comb process"), where simulators and the benchmarks' harnesses run it,
+    and synthesizes the same logic, latch and all, from `always @*`; the latch is then
+    counted and reported as a finding. Comments, strings and escaped identifiers stay."""
+    # comments and strings blanked to the same length: positions stay those of `source`
+    code = _LEXEMES.sub(lambda m: m[0] if m[0][0] == "\\" else " " * len(m[0]), source)
+    if "always_comb" not in code:
+        return source
+    out, last = [], 0
+    for m in _ALWAYS_COMB.finditer(code):
+        out += [source[last : m.start()], "always @*"]
+        last = m.end()
+    return "".join(out) + source[last:]

@@ -12,18 +12,21 @@ Importing is deterministic: the same sources always give byte-identical task dir
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+import math
 import re
+import shutil
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifiers.rtl.hdl import REF_TOP, REPORT_TOKEN, module_names, strip_comments
+from verifiers.rtl.hdl import REF_TOP, REPORT_TOKEN, module_names, rename_modules, strip_comments
 from verifiers.rtl.ports import PortReadError, read_ports
-from verifiers.specfields import ImportProblems
+from verifiers.specfields import ImportProblems, TaskSpecError
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +206,13 @@ def _problem_files(src_dir: Path) -> dict[str, dict[str, Path]]:
 
 
 def import_problem(
-    stem: str, files: Mapping[str, Path], dest_dir: Path, *, split: str, source: str
+    stem: str,
+    files: Mapping[str, Path],
+    dest_dir: Path,
+    *,
+    split: str,
+    source: str,
+    ref_cost: Mapping[str, float] | None = None,
 ) -> Path:
     prompt = files["prompt"].read_text(encoding="utf-8")
     ref = files["ref"].read_text(encoding="utf-8")
@@ -228,6 +237,8 @@ def import_problem(
             "ref_top": REF_TOP,
         },
     }
+    if ref_cost:
+        spec["harness"]["ref_cost"] = dict(sorted(ref_cost.items()))
     task_dir = dest_dir / stem
     task_dir.mkdir(parents=True, exist_ok=True)
     (task_dir / "task.toml").write_text(render_task_toml(spec), encoding="utf-8")
@@ -236,17 +247,80 @@ def import_problem(
     return task_dir
 
 
+# ---------------------------------------------------------------------------------------
+# the reference through the catalog's checks and its own testbench
+
+# generous budgets for the reference's own run: it is measured, not judged by them
+CHECK_LIMITS = {"timeout_s": 300.0, "cpu_s": 300, "formal_timeout_s": 60.0}
+CHECK_SIM_CPU_S = 120
+# a gate's cost below this is not recorded (every budget's floor covers it); above, it is
+# rounded up to a power of two, so that re-importing on another machine or under another
+# load writes the same task.toml (and the same task_id) but for a real change of cost
+COST_FLOOR_S = 0.5
+
+
+def quantize_cost(seconds: float) -> float:
+    if seconds < COST_FLOOR_S:
+        return 0.0
+    return float(2 ** math.ceil(math.log2(seconds)))
+
+
+class ReferenceFails(ValueError):
+    """The problem's own reference does not pass its own testbench (or the catalog's
+    checks): no candidate could be judged fairly against it."""
+
+
+def check_reference(task_dir: Path) -> dict[str, float]:
+    """Load the task as the catalog does and verify its reference with every gate, as a
+    candidate would be; the reference's measured seconds per gate (quantized, only those
+    worth recording). Raises TaskSpecError (the loader refuses it), ReferenceFails (it
+    fails its own harness) or RuntimeError (the machine could not check it)."""
+    from verifiers.catalog import load_task
+    from verifiers.contract import Limits
+    from verifiers.rtl.spec import COST_GATES
+    from verifiers.rtl.verifier import RtlVerifier
+
+    task = load_task(task_dir, "rtl")
+    harness = {**task.harness, "sim_cpu_s": CHECK_SIM_CPU_S}
+    harness.pop("ref_cost", None)
+    task = dataclasses.replace(task, harness=harness)
+    code = rename_modules(task.reference or "", {REF_TOP: task.interface["top"]})
+    v = RtlVerifier().verify(task, code, Limits(**CHECK_LIMITS))
+    if v.status.is_infra:
+        raise RuntimeError(f"could not check the reference ({v.code}): {v.checks[-1].detail}")
+    if not v.passed:
+        detail = v.checks[-1].detail if v.checks else v.feedback
+        raise ReferenceFails(
+            f"its own reference fails its own harness: {v.status.value}/{v.code}: {detail}"[:300]
+        )
+    # an undecided proof's time is the solver's limit, not the reference's cost
+    decided = v.metrics.get("equivalence") == "proven"
+    costs = {
+        c.name: quantize_cost(c.seconds)
+        for c in v.checks
+        if c.name in COST_GATES and (c.name != "equivalence" or decided)
+    }
+    return {k: x for k, x in costs.items() if x}
+
+
 def import_verilogeval(
     src_dir: Path,
     dest_dir: Path,
     *,
     split: str = "holdout",
     source: str = "verilogeval",
+    check: bool = True,
 ) -> list[Path]:
     """Import every complete problem under `src_dir`; the task directories written, sorted.
 
-    Raises `ImportProblems` after importing the good ones when any problem lacks a file or
-    cannot be read; its `imported` and `errors` say which is which.
+    With `check` (the default), each problem is loaded as the catalog loads it and its
+    reference is verified against its own testbench with every gate, as a candidate
+    would be: a problem that fails is not written (its reason is in the errors), so the
+    import and the catalog agree. The reference's cost per gate is stored with the task
+    (`harness.ref_cost`), from which the verifier sets that task's budgets.
+
+    Raises `ImportProblems` after importing the good ones when any problem lacks a file,
+    cannot be read, or fails its check; its `imported` and `errors` say which is which.
     """
     src_dir, dest_dir = Path(src_dir), Path(dest_dir)
     if split not in ("train", "holdout"):
@@ -255,15 +329,28 @@ def import_verilogeval(
         raise FileNotFoundError(f"{src_dir}: not a directory")
     imported: list[Path] = []
     errors: list[str] = []
-    for stem, files in sorted(_problem_files(src_dir).items()):
+    problems = _problem_files(src_dir)
+    for stem, files in sorted(problems.items()):
         missing = [stem + SUFFIXES[k] for k in SUFFIXES if k not in files]
         if missing:
             errors.append(f"{stem}: missing {', '.join(missing)}")
             continue
         try:
-            imported.append(import_problem(stem, files, dest_dir, split=split, source=source))
+            task_dir = import_problem(stem, files, dest_dir, split=split, source=source)
         except (PortParseError, OSError, UnicodeDecodeError) as e:
             errors.append(f"{stem}: {e}")
+            continue
+        if check:
+            try:
+                cost = check_reference(task_dir)
+            except (TaskSpecError, ReferenceFails, RuntimeError) as e:
+                shutil.rmtree(task_dir, ignore_errors=True)
+                errors.append(f"{stem}: {e}")
+                continue
+            if cost:
+                import_problem(stem, files, dest_dir, split=split, source=source, ref_cost=cost)
+            log.info("checked %s (%d/%d)", stem, len(imported) + len(errors) + 1, len(problems))
+        imported.append(task_dir)
     if errors:
         raise ImportProblems(imported, errors)
     return imported
@@ -278,10 +365,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("dest_dir", type=Path)
     ap.add_argument("--split", default="holdout", choices=("train", "holdout"))
     ap.add_argument("--source", default="verilogeval")
+    ap.add_argument(
+        "--no-check",
+        action="store_true",
+        help="write every problem without running its reference through its testbench "
+        "and the catalog checks (faster; the catalog may then refuse some)",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        done = import_verilogeval(args.src_dir, args.dest_dir, split=args.split, source=args.source)
+        done = import_verilogeval(
+            args.src_dir,
+            args.dest_dir,
+            split=args.split,
+            source=args.source,
+            check=not args.no_check,
+        )
     except ImportProblems as e:
         log.info("imported %d problem(s) into %s", len(e.imported), args.dest_dir)
         for err in e.errors:

@@ -12,6 +12,9 @@ from verifiers.specfields import Field, TaskSpecError, check_fields, read_task_f
 DIRECTIONS = ("input", "output", "inout")
 KINDS = ("combinational", "sequential")
 EQUIVALENCE = ("comb", "seq", "none")
+# "auto": iverilog, unless the reference's own iverilog simulation is slow (verilator.py)
+SIMULATORS = ("auto", "iverilog", "verilator")
+COST_GATES = ("simulate", "synthesize", "equivalence")
 
 INTERFACE_FIELDS = (
     Field("top", str, "the module name the candidate must define", check=str.isidentifier),
@@ -47,6 +50,23 @@ HARNESS_FIELDS = (
     ),
     Field(
         "ref_top", str, "the reference's top module name", required=False, check=str.isidentifier
+    ),
+    Field(
+        "simulator",
+        str,
+        f"one of {', '.join(SIMULATORS)}",
+        required=False,
+        check=lambda v: v in SIMULATORS,
+    ),
+    Field(
+        "ref_cost",
+        dict,
+        "a table of the reference's measured seconds per gate (simulate, synthesize, "
+        "equivalence), written at ingest",
+        required=False,
+        check=lambda v: all(
+            k in COST_GATES and isinstance(x, int | float) and x >= 0 for k, x in v.items()
+        ),
     ),
 )
 

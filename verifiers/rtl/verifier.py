@@ -1,8 +1,12 @@
 """The RTL verifier: Verilog / SystemVerilog candidates against a testbench and a reference.
 
-Gates, in order: `static` (anti-cheat, always), `compile` (iverilog), `lint` (verilator,
-a quality signal that never fails), `simulate` (vvp, the testbench's nonce-prefixed report),
-`synthesize` (yosys onto cells.lib: cells, area; sim-only constructs are `unsynthesizable`),
+Gates, in order: `static` (anti-cheat, always), `compile` (iverilog: testbench, reference,
+UNIT_SHIM and candidate in one compilation unit, as the benchmarks' harnesses compile),
+`lint` (verilator, a quality signal that never fails; delays and latches are findings),
+`simulate` (vvp, or a Verilator model for a slow reference (verilator.py), the
+testbench's nonce-prefixed report; a sample of candidates is cross-checked on the other
+simulator), `synthesize` (yosys onto cells.lib: cells, area; sim-only constructs and
+multiple drivers are `unsynthesizable`; output bits the reference leaves X are don't-care),
 `equivalence` (yosys sat for combinational tasks, ABC bmc3 + pdr on an AIGER miter for
 sequential ones). A candidate passes when it compiles, simulates without mismatch,
 synthesizes and is not proven inequivalent: an undecided proof is recorded, not held
@@ -16,10 +20,12 @@ The trust boundary, in this verifier:
 - no verdict is read from text the candidate can write. The testbench's report is found by
   a per-run nonce (anywhere in a line) the candidate cannot learn: it may not touch files
   (the anti-cheat allow-list) nor name the testbench's scopes, and ref.sv / tb.sv exist in
-  the work dir only while a tool that does not run the design (iverilog, yosys) reads them,
-  never while vvp runs it. Formal verdicts come from exit statuses and result files
-  (formal.py says which); the counterexample replay can confirm or explain a formal
-  counterexample, never turn it into a pass;
+  the work dir only while a tool that does not run the design (iverilog, yosys, the
+  Verilator build, whose generated sources go before its model runs) reads them, never
+  while vvp or the model runs it. One compilation unit puts the harness's macros in scope
+  for the candidate's file: UNIT_SHIM undefines them first. Formal verdicts come from exit
+  statuses and result files (formal.py says which); the counterexample replay can confirm
+  or explain a formal counterexample, never turn it into a pass;
 - the host never follows a link the sandbox could have planted: inputs are written with
   O_EXCL | O_NOFOLLOW after an unlink, outputs read with O_NOFOLLOW, size-capped, regular
   files only;
@@ -38,6 +44,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import math
 import os
 import re
 import secrets
@@ -50,13 +57,16 @@ from typing import Any
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
 from verifiers.feedback import trim
-from verifiers.rtl import anticheat, errors, formal, waves
+from verifiers.rtl import anticheat, errors, formal, verilator, waves
 from verifiers.rtl.domain import DOMAIN
 from verifiers.rtl.hdl import (
+    REF_TOP,
     REPORT_TOKEN,
     code_only,
+    comb_as_star,
     module_names,
     rename_reference,
+    unit_shim,
 )
 from verifiers.sandbox import MACHINE_CODES, RunResult
 
@@ -67,9 +77,14 @@ LATCH_MAP = """module \\$_DLATCH_P_ (input E, input D, output Q);
   DLH _TECHMAP_REPLACE_ (.D(D), .G(E), .Q(Q));
 endmodule
 """
-# -u: every file its own compilation unit, so a candidate's `define / `timescale cannot
-# leak into the reference or the testbench; -Wportbind: warn about unconnected ports.
-COMPILE_ARGV = ("iverilog", "-g2012", "-u", "-Wportbind")
+# One compilation unit, as the benchmarks' own harnesses compile (VerilogEval: testbench,
+# reference, candidate in one iverilog call, no -u): the testbench's `timescale is in force
+# for the candidate, so its delays mean what they mean in the harness. The candidate's file
+# comes last (its directives reach nothing of the harness), after UNIT_SHIM, which undefines
+# the harness's macros (no macro of the harness expands in candidate text) and restates the
+# time scale in force. -Wportbind: warn about unconnected ports.
+COMPILE_ARGV = ("iverilog", "-g2012", "-Wportbind")
+UNIT_SHIM = "unit.sv"
 # -Wno-fatal: warnings are a quality signal, not a failure; DECLFILENAME: the harness picks
 # the file name; --no-timing: delays become STMTDLY warnings instead of errors.
 # verilator_bin directly: the `verilator` wrapper is perl + sh around it, ~50 ms of a
@@ -85,8 +100,11 @@ LINT_ARGV = (
 # Onto cells.lib: flops by dfflibmap, latches (legalised to one type) by LATCH_MAP, logic
 # by abc; stat for cells/area, the netlist JSON to find outputs left undriven.
 SYNTH_SCRIPT = (
-    "read_verilog -sv cand.sv",
+    f"read_verilog -sv {formal.YOSYS_CAND}",
     "hierarchy -check -top {top}",
+    "proc",
+    "opt_clean",  # the user's names on the nets check reports
+    "tee -q -o check.txt check",  # multiple drivers: only this pass's output
     "synth -top {top} -flatten -noabc",  # one abc, onto the library, is enough
     "dfflegalize -cell $_DLATCH_P_ x t:$_DLATCH*",
     "techmap -map latch_map.v",
@@ -103,6 +121,12 @@ DEFAULT_SIM_TIMEOUT_S = 10.0
 # Limits(gates=SIM_ONLY): the fast screening mode, compile + simulate only.
 SIM_ONLY = ("compile", "simulate")
 DEFAULT_SIM_CPU_S = 2
+# budgets are at least this many times the reference's own measured cost (harness.ref_cost)
+COST_MULT = 4
+# ... up to these: an undecided proof is not held against a candidate, so a longer one
+# buys little; a synthesis past two minutes is a design no task here means
+FORMAL_CAP_S = 60.0
+TOOL_CAP_S = 120.0
 
 # Sim-only constructs that yosys quietly accepts (it drops delays): found in the text.
 _DELAY_ONLY_ALWAYS = re.compile(r"\balways\s*(?:begin\s*(?::\s*\w+\s*)?)?#")
@@ -180,17 +204,17 @@ class RtlVerifier(Verifier):
         top = ctx.task.interface["top"]
         # -N: the elaborated netlist, which synthesize reads for initial-only logic
         argv = [*COMPILE_ARGV, "-N", "elab.net", "-o", "sim.vvp"]
-        harness = ["ref.sv"] if s["reference"] and s["testbench"] else []
+        harness = ["tb.sv"] if s["testbench"] else []
         if s["testbench"]:
-            # only the testbench is a root: extra modules of the candidate never run alone;
-            # the candidate's file comes last (a unit of its own with -u in any case)
+            # only the testbench is a root: extra modules of the candidate never run alone
             for root in s["tb_roots"]:
                 argv += ["-s", root]
-            harness.append("tb.sv")
+            if s["reference"]:
+                harness.append("ref.sv")
         else:
             argv += ["-s", top]
-        with _harness_files(ctx, *harness):
-            res = ctx.run(argv + harness + ["cand.sv"])
+        with _harness_files(ctx, *harness, UNIT_SHIM):
+            res = ctx.run(argv + harness + [UNIT_SHIM, "cand.sv"])
         fail_on_limit(res, "iverilog")
         log = (res.stdout + res.stderr).strip()
         budget = ctx.limits.feedback_chars
@@ -264,6 +288,16 @@ class RtlVerifier(Verifier):
         codes = sorted({m[1] for ln in warn_lines if (m := re.match(r"%Warning-(\w+)", ln))})
         ctx.metrics["lint_warnings"] = len(warn_lines)
         ctx.metrics["lint_codes"] = codes
+        # delays: simulation follows them (in the testbench's time units, as the harness
+        # does), synthesis drops them; in RTL meant for hardware they are a finding
+        delays = [ln for ln in warn_lines if re.match(r"%Warning-(?:ASSIGNDLY|STMTDLY)", ln)]
+        ctx.metrics["delays"] = len(delays)
+        if delays:
+            ctx.notes.append(
+                f"Delays in synthesizable RTL ({len(delays)}): simulation waits for them, "
+                "synthesis ignores them, so hardware does not behave like the simulation. "
+                "First: " + delays[0].split(": ", 1)[-1]
+            )
         # verilator 5.006 --lint-only still writes its C++ to /dev/null, after the lint is
         # done; on hosts whose /dev/null is not world-writable the sandbox uid cannot open
         # it. That error says nothing about the design.
@@ -282,15 +316,22 @@ class RtlVerifier(Verifier):
 
     # --- simulate ---------------------------------------------------------------------------
     def gate_simulate(self, ctx: Context) -> str:
+        """The testbench's report from the task's simulator (`verilator.choose`: vvp, or a
+        Verilator model for a slow reference), judged the same way whichever ran; for a
+        sample of candidates the other one runs too (`_cross_check`)."""
         s = _setup(ctx)
         if not s["testbench"]:
             return "skipped: the task has no testbench"
-        timeout = float(ctx.task.harness.get("sim_timeout_s") or DEFAULT_SIM_TIMEOUT_S)
-        # A hung simulation spins the CPU: a CPU budget ends it in ~sim_cpu_s (catalog
-        # references need ~0.05 s) where the wall clock alone would cost the whole timeout,
-        # and it does not misfire on a loaded machine the way a short wall timeout would.
-        cpu = int(ctx.task.harness.get("sim_cpu_s") or min(DEFAULT_SIM_CPU_S, timeout))
-        res = ctx.run(["vvp", "-n", "sim.vvp"], timeout_s=timeout, cpu_s=max(1, cpu))
+        timeout, cpu = sim_budget(ctx.task)
+        sim = verilator.choose(ctx.task.harness, s["reference"])
+        res = self._verilator(ctx, timeout, cpu) if sim == verilator.VERILATOR else None
+        if isinstance(res, str):  # no model: verilator's limit, not the candidate's fault
+            ctx.metrics["simulator_fallback"] = res
+            sim, res = verilator.IVERILOG, None
+        if res is None:
+            res = ctx.run(["vvp", "-n", "sim.vvp"], timeout_s=timeout, cpu_s=cpu)
+        ctx.metrics["simulator"] = sim
+        tool = "vvp" if sim == verilator.IVERILOG else "the Verilator model"
         if res.limit_hit == "cpu_limit":
             detail = f"simulation used its whole CPU budget ({cpu} s) without finishing"
             raise GateFail(
@@ -308,7 +349,7 @@ class RtlVerifier(Verifier):
                 raise GateFail(
                     Status.RUNTIME_ERROR,
                     "sim_runtime_error",
-                    f"vvp exited {res.returncode} before the testbench reported",
+                    f"{tool} exited {res.returncode} before the testbench reported",
                     feedback=f"The simulator stopped with exit code {res.returncode}:\n{tail}",
                 )
             raise GateFail(
@@ -320,19 +361,99 @@ class RtlVerifier(Verifier):
             )
         ctx.metrics["sim_samples"] = rep.samples
         ctx.metrics["sim_mismatches"] = rep.mismatches
+        finding = self._cross_check(ctx, sim, rep.mismatches, timeout, cpu)
         if rep.mismatches > 0:
-            vcd_note = self._waveform(ctx, rep, timeout)
+            # the waveform is vvp's (a model with tracing builds slower for every candidate)
+            vcd_note = self._waveform(ctx, rep, timeout) if sim == verilator.IVERILOG else ""
             head = f"Simulation: {rep.mismatches} of {rep.samples} samples mismatch."
             body = rep.table()
             hints = "\n".join(rep.hints) if rep.rows else ""
-            fb = "\n".join(x for x in (head, body, hints, vcd_note) if x)
+            fb = "\n".join(x for x in (head, body, hints, vcd_note, finding) if x)
             raise GateFail(
                 Status.WRONG_ANSWER,
                 "sim_mismatch",
                 f"{rep.mismatches} mismatching sample(s) of {rep.samples}",
                 feedback=fb,
             )
-        return f"0 mismatches in {rep.samples} samples"
+        return f"0 mismatches in {rep.samples} samples ({sim})"
+
+    def _verilator(self, ctx: Context, timeout: float, cpu: int) -> RunResult | str:
+        """The testbench's Verilator model, built in the compile gate's one compilation
+        unit while the harness files are on disk (verilator_bin and g++ read them, nothing
+        of the design runs), then run alone, every generated file gone but the model: its
+        run, or why there is no model."""
+        s = ctx.state
+        if gone := verilator.missing():
+            return f"verilator build needs {', '.join(gone)} ({verilator.INSTALL})"
+        if len(s["tb_roots"]) != 1:
+            return f"verilator takes one top module; the testbench has {len(s['tb_roots'])}"
+        cap = ctx.limits.fsize_mb * 1024 * 1024
+        runtime = self.__dict__.setdefault("_vl_runtime", verilator.Runtime())
+        got = runtime.get(ctx.sandbox, cap)
+        if isinstance(got, str):
+            return got
+        archive, seconds = got
+        if seconds:
+            ctx.metrics["verilator_runtime_build_s"] = round(seconds, 3)
+            ctx.tool_seconds += seconds
+        for name in (verilator.MDIR, verilator.RUNTIME, verilator.BINARY):
+            _remove(ctx, name)
+        harness = ["tb.sv", *(["ref.sv"] if s["reference"] else [])]
+        files = [*harness, UNIT_SHIM, "cand.sv"]
+        argv = verilator.build_argv(s["tb_roots"][0], files, prebuilt=True)
+        try:
+            verilator.put(ctx.workdir, verilator.RUNTIME, archive)
+            with _harness_files(ctx, *harness, UNIT_SHIM):
+                build = ctx.run(
+                    argv, timeout_s=verilator.BUILD_TIMEOUT_S, cpu_s=verilator.BUILD_CPU_S
+                )
+            built = build.returncode == 0 and not build.limit_hit
+            built = built and verilator.keep_model(ctx.workdir)
+        finally:  # the generated C++ quotes tb.sv and ref.sv
+            _remove(ctx, verilator.MDIR)
+            _remove(ctx, verilator.RUNTIME)
+        ctx.metrics["verilator_build_s"] = round(build.seconds, 3)
+        if not built:
+            return verilator.build_error(build.stdout + build.stderr, build.limit_hit)
+        return ctx.run([f"./{verilator.BINARY}"], timeout_s=timeout, cpu_s=cpu)
+
+    def _cross_check(self, ctx: Context, sim: str, got: int, timeout: float, cpu: int) -> str:
+        """For a sample of candidates (`RtlSettings.cross_check_rate`), the same testbench
+        in the other simulator. A disagreement is the finding `sim_disagreement` (metrics,
+        feedback); the verdict stays the first simulator's (verilator.py says why). Returns
+        the feedback paragraph, or ""."""
+        rate = getattr(self.settings, "cross_check_rate", 0.0)
+        if not verilator.sampled(ctx.task.task_id, ctx.code, rate):
+            return ""
+        second = verilator.other(sim)
+        try:
+            if second == verilator.VERILATOR and "simulator_fallback" in ctx.metrics:
+                res = ctx.metrics["simulator_fallback"]  # it failed once already
+            elif second == verilator.VERILATOR:
+                res = self._verilator(ctx, timeout, cpu)
+            else:
+                res = ctx.run(["vvp", "-n", "sim.vvp"], timeout_s=timeout, cpu_s=cpu)
+        except GateFail as f:  # the machine's or the sandbox's: nothing said about the design
+            res = f"not run: {f.detail}"
+        if isinstance(res, str):
+            check = verilator.compare(got, second, None, False, res)
+        elif res.limit_hit:
+            check = verilator.compare(got, second, None, False, f"stopped: {res.limit_hit}")
+        else:
+            rep = waves.parse_report(res.stdout, ctx.state["nonce"])
+            detail = f"exit {res.returncode}" + (
+                f", {rep.mismatches} of {rep.samples} samples mismatch"
+                if rep.mismatches is not None
+                else ", no report"
+            )
+            check = verilator.compare(got, second, rep.mismatches, True, detail)
+        ctx.metrics["sim_cross_check"] = check
+        if check["agree"] is not False:
+            return ""
+        ctx.metrics["sim_disagreement"] = True
+        text = verilator.note(sim, got, check)
+        ctx.notes.append(text)
+        return text
 
     def _waveform(self, ctx: Context, rep: waves.Report, timeout: float) -> str:
         """Re-run with +vcd (the testbench dumps on that plusarg) and keep the waveform
@@ -374,10 +495,25 @@ class RtlVerifier(Verifier):
         _sim_only_always(ctx.code)
         _write(ctx, "cells.lib", _cells_lib())
         _write(ctx, "latch_map.v", LATCH_MAP)
+        _remove(ctx, "check.txt")
         script = "; ".join(SYNTH_SCRIPT).replace("{top}", top)
-        res = ctx.run(["yosys", "-q", "-l", "synth.log", "-p", script])
+        res = ctx.run(
+            ["yosys", "-q", "-l", "synth.log", "-p", script], **tool_budget(ctx, "synthesize")
+        )
         fail_on_limit(res, "yosys synthesis")
         log = _read(ctx, "synth.log") or (res.stdout + res.stderr)
+        # before yosys's own verdict: a design driven twice can crash a later pass
+        conflicts = _conflicting_drivers(_read(ctx, "check.txt"))
+        if conflicts:
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "unsynthesizable",
+                f"multiple conflicting drivers: {', '.join(conflicts)}"[:300],
+                feedback="Synthesis found more than one driver for: "
+                f"{', '.join(conflicts)}. Two processes (or a process and an assignment) "
+                "drive the same bits; in simulation the last write wins (a delay can make "
+                "that the right value at every sample), in hardware they short.",
+            )
         if res.returncode != 0:
             err = [ln for ln in log.splitlines() if "ERROR" in ln] or log.splitlines()[-3:]
             ctx.artifacts.append(Artifact("log", "synth.log", log.encode()))
@@ -400,6 +536,8 @@ class RtlVerifier(Verifier):
             )
         undriven = _undriven_outputs(_read(ctx, "netlist.json"), top)
         if undriven:
+            undriven = self._beyond_dont_care(ctx, undriven)
+        if undriven:
             raise GateFail(
                 Status.COMPILE_ERROR,
                 "unsynthesizable",
@@ -413,9 +551,39 @@ class RtlVerifier(Verifier):
         ctx.metrics["area"] = area
         ctx.metrics["flops"] = sum(n for k, n in kinds.items() if k.startswith("DFF"))
         ctx.metrics["latches"] = sum(n for k, n in kinds.items() if k == "DLH")
+        if ctx.metrics["latches"]:
+            ctx.notes.append(
+                f"Latches: synthesis inferred {ctx.metrics['latches']} latch bit(s) "
+                "(a combinational block that does not assign every variable on every "
+                "path, e.g. a `case` without `default`). Assign a default first if no "
+                "latch was intended."
+            )
         unmapped = sorted(k for k in kinds if k.startswith("$"))
         tail = f"; unmapped: {', '.join(unmapped)}" if unmapped else ""
         return f"{cells} cells, area {area:.3f} um^2 (cells.lib){tail}"
+
+    def _beyond_dont_care(self, ctx: Context, undriven: dict[str, set[int]]) -> list[str]:
+        """The candidate's undriven / X output bits that the reference drives: the bits
+        the reference itself leaves X or undriven after synthesis are don't-cares (the
+        testbench masks them: `(ref ^ dut ^ ref) !== ref`), whatever the candidate does
+        with them."""
+        if not ctx.state["reference"]:
+            return sorted(undriven)
+        script = "; ".join(
+            (
+                f"read_verilog -sv {formal.YOSYS_REF}",
+                f"hierarchy -check -top {REF_TOP}",
+                f"synth -top {REF_TOP} -flatten -noabc",
+                "opt_clean",
+                "write_json ref_netlist.json",
+            )
+        )
+        with _harness_files(ctx, formal.YOSYS_REF):
+            res = ctx.run(["yosys", "-q", "-p", script])
+        ref = _read(ctx, "ref_netlist.json") if res.returncode == 0 and not res.limit_hit else ""
+        _remove(ctx, "ref_netlist.json")  # the reference's netlist: off the disk at once
+        dont_care = _undriven_outputs(ref, REF_TOP) if ref else {}
+        return sorted(n for n, bits in undriven.items() if not bits <= dont_care.get(n, set()))
 
     def _initial_only_vars(self, ctx: Context, top: str) -> list[str]:
         if "elab" not in ctx.state:  # compile did not run: elaborate alone
@@ -448,17 +616,17 @@ class RtlVerifier(Verifier):
                 Status.WRONG_ANSWER, "equivalence_counterexample", out.detail, feedback=out.feedback
             )
         if out.verdict == "unknown":
-            t = ctx.limits.formal_timeout_s
+            t = formal_budget(ctx)
             ctx.notes.append(f"Formal equivalence undecided within {t:g}s: {out.detail}")
             return f"equivalence unknown within {t:g}s ({out.detail})"
         return out.detail
 
     def _combinational(self, ctx: Context) -> formal.Outcome:
         top = ctx.task.interface["top"]
-        t = ctx.limits.formal_timeout_s
+        t = formal_budget(ctx)
         gold_x = formal.reference_has_x(ctx.state["reference"])
         _remove(ctx, formal.SAT_CEX)
-        with _harness_files(ctx, "ref.sv"):
+        with _harness_files(ctx, formal.YOSYS_REF):
             res = ctx.run(
                 ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
                 **formal.run_limits(t),
@@ -472,15 +640,20 @@ class RtlVerifier(Verifier):
             log = _read(ctx, "equiv.log") or res.stderr
             err = [ln for ln in log.splitlines() if "ERROR" in ln]
             timed_out = any("time out" in ln for ln in err)
-            if not timed_out:
+            if any("type $dlatch" in ln or "type $adlatch" in ln for ln in err):
+                out.detail = (
+                    "a design with latches: a combinational SAT check cannot decide it "
+                    "(the latch is state); the simulation stands"
+                )
+            elif not timed_out:
                 out.detail = f"yosys could not build the miter: {err[0] if err else res.returncode}"
         return out
 
     def _sequential(self, ctx: Context) -> formal.Outcome:
         iface = ctx.task.interface
-        t = ctx.limits.formal_timeout_s
+        t = formal_budget(ctx)
         _write(ctx, "miter.sv", formal.seq_miter(iface))
-        with _harness_files(ctx, "ref.sv"):
+        with _harness_files(ctx, formal.YOSYS_REF):
             res = ctx.run(
                 ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()],
                 **formal.run_limits(t),
@@ -551,8 +724,8 @@ class RtlVerifier(Verifier):
             )
         token = "CRUCIBLE_" + secrets.token_hex(8)
         _write(ctx, "replay.sv", formal.replay_testbench(iface, trace, cycles, token))
-        with _harness_files(ctx, "ref.sv"):
-            files = ["ref.sv", "miter.sv", "replay.sv", "cand.sv"]
+        with _harness_files(ctx, "ref.sv", UNIT_SHIM):
+            files = ["ref.sv", "miter.sv", "replay.sv", UNIT_SHIM, "cand.sv"]
             res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
         _remove(ctx, "replay.sv")  # the token: gone before the candidate's code runs
         rows: list[dict[str, str]] = []
@@ -613,6 +786,41 @@ class RtlVerifier(Verifier):
         )
 
 
+def ref_cost(task: Task, gate: str) -> float:
+    """The reference's own seconds for `gate`, measured at ingest (0: not measured, or
+    too small to matter: harness.ref_cost keeps only what is)."""
+    return float((task.harness.get("ref_cost") or {}).get(gate, 0.0))
+
+
+def sim_budget(task: Task) -> tuple[float, int]:
+    """(wall seconds, CPU seconds) for one simulation. A hung simulation spins the CPU: a
+    CPU budget ends it in ~sim_cpu_s (catalog references need ~0.05 s) where the wall
+    clock alone would cost the whole timeout, and it does not misfire on a loaded machine
+    the way a short wall timeout would. A slow reference (its cost measured at ingest)
+    gets COST_MULT times its own cost; the wall clock leaves room for that CPU time, so
+    a wall stop short of it is the machine's (`Stop.code`)."""
+    timeout = float(task.harness.get("sim_timeout_s") or DEFAULT_SIM_TIMEOUT_S)
+    cpu = task.harness.get("sim_cpu_s") or max(
+        min(DEFAULT_SIM_CPU_S, timeout), math.ceil(COST_MULT * ref_cost(task, "simulate"))
+    )
+    return max(timeout, 1.5 * cpu), max(1, int(cpu))
+
+
+def tool_budget(ctx: Context, gate: str) -> dict[str, Any]:
+    """ctx.run limits for a synthesis run: the Limits' own, or COST_MULT times the
+    reference's cost if that is more; CPU as long as the wall, so the machine-or-candidate
+    rule can tell a starved run from a slow design."""
+    wall = max(ctx.limits.timeout_s, min(TOOL_CAP_S, COST_MULT * ref_cost(ctx.task, gate)))
+    return {"timeout_s": wall, "cpu_s": max(ctx.limits.cpu_s, math.ceil(wall))}
+
+
+def formal_budget(ctx: Context) -> float:
+    """The solver's time limit: the Limits' own, or COST_MULT times the reference's
+    equivalence check against itself at ingest if that is more."""
+    scaled = min(FORMAL_CAP_S, COST_MULT * ref_cost(ctx.task, "equivalence"))
+    return max(ctx.limits.formal_timeout_s, scaled)
+
+
 def _sim_only_always(code: str) -> None:
     """`always #d ...`: yosys drops the delay and synthesizes something; no hardware
     runs on a delay, so it is refused before that."""
@@ -649,11 +857,15 @@ def _setup(ctx: Context) -> dict[str, Any]:
     s.update(
         nonce=nonce, testbench=tb, reference=ref, ready=True, tb_roots=_roots(tb) if tb else []
     )
+    renamed = rename_reference(ref, ref_top) if ref else ""
     s["files"] = {
-        "ref.sv": rename_reference(ref, ref_top) if ref else "",
+        "ref.sv": renamed,
+        formal.YOSYS_REF: comb_as_star(renamed),
         "tb.sv": tb.replace(REPORT_TOKEN, nonce) if tb else "",
+        UNIT_SHIM: unit_shim(tb, ref),
     }
     _write(ctx, "cand.sv", ctx.code)
+    _write(ctx, formal.YOSYS_CAND, comb_as_star(ctx.code))
     return s
 
 
@@ -810,7 +1022,7 @@ def _with_source(lines: list[str], code: str, budget: int) -> str:
     out = []
     for ln in lines[:10]:
         out.append(ln.strip())
-        m = re.search(r"cand\.sv:(\d+)", ln)
+        m = re.search(r"cand(?:\.y)?\.sv:(\d+)", ln)
         if m and 0 < int(m[1]) <= len(src):
             out.append(f"    {m[1]} | {src[int(m[1]) - 1].rstrip()}")
     return trim("\n".join(out), budget)
@@ -852,15 +1064,28 @@ def _initial_only(netlist: str, source: str = "cand.sv") -> list[str]:
     )
 
 
-def _undriven_outputs(netlist_json: str, top: str) -> list[str]:
+_CONFLICT = re.compile(
+    r"^Warning: multiple conflicting drivers for [\w$]+\.\\?(\S+?)(?: \[\d+\])?:$", re.M
+)
+
+
+def _conflicting_drivers(check_log: str) -> list[str]:
+    """Signals yosys `check` found driven more than once (its own pass's output, teed to
+    a file: the candidate's text can only add to it by failing itself)."""
+    return sorted(set(_CONFLICT.findall(check_log)))
+
+
+def _undriven_outputs(netlist_json: str, top: str) -> dict[str, set[int]]:
+    """Output port -> the indices of its bits that are X or Z (undriven) in the netlist."""
     if not netlist_json:
-        return []
+        return {}
     mod = json.loads(netlist_json).get("modules", {}).get(top, {})
-    return [
-        name
-        for name, p in mod.get("ports", {}).items()
-        if p.get("direction") == "output" and any(b in ("x", "z") for b in p["bits"])
-    ]
+    out = {}
+    for name, p in mod.get("ports", {}).items():
+        bits = {i for i, b in enumerate(p["bits"]) if b in ("x", "z")}
+        if p.get("direction") == "output" and bits:
+            out[name] = bits
+    return out
 
 
 _LIB_AREA = re.compile(r"cell\s*\(\s*(\w+)\s*\)\s*\{\s*area\s*:\s*([\d.]+)")
