@@ -564,6 +564,38 @@ def run_catalog_phases(args) -> dict:
     }
 
 
+def cli_overhead(runs: int, task: str = "adder8") -> dict:
+    """`crucible verify FILE --task NAME` end to end (a fresh process: imports, finding
+    the task, verifying, printing) against the verification's own time in its verdict
+    (duration_ms). Target: at most 0.3 s over the verification."""
+    exe = str(Path(sys.executable).with_name("crucible"))
+    ref = ROOT / "tasks" / "rtl" / task / "ref.sv"
+    rows = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = subprocess.run(
+            [exe, "verify", str(ref), "--task", task, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        wall = time.perf_counter() - t0
+        verify_s = json.loads(out.stdout)["duration_ms"] / 1000 if out.returncode == 0 else None
+        rows.append({"wall_s": wall, "verify_s": verify_s, "rc": out.returncode})
+    over = [r["wall_s"] - r["verify_s"] for r in rows if r["verify_s"] is not None]
+    res = {
+        "task": task,
+        "runs": rows,
+        "median_wall_s": statistics.median(r["wall_s"] for r in rows),
+        "median_over_verify_s": statistics.median(over) if over else None,
+    }
+    print(
+        f"\ncrucible verify --task {task}: wall median {res['median_wall_s']:.3f}s, over the "
+        f"verification {res['median_over_verify_s']:.3f}s (target <= 0.3 s) in {runs} runs"
+    )
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=None, help="first N catalog tasks only")
@@ -572,6 +604,9 @@ def main() -> None:
     ap.add_argument("--ve-problems", help="comma-separated problems (Prob001 or a full stem)")
     ap.add_argument("--ve-only", action="store_true", help="the VerilogEval phase alone")
     ap.add_argument("--out", type=Path, help="rtl.json, or rtl_verilogeval.json with --ve-only")
+    ap.add_argument(
+        "--cli-runs", type=int, default=10, help="`crucible verify` runs timed (0: none)"
+    )
     args = ap.parse_args()
     if args.ve_only and not args.verilogeval:
         ap.error("--ve-only needs --verilogeval PATH")
@@ -594,6 +629,8 @@ def main() -> None:
     }
     if not args.ve_only:
         result.update(run_catalog_phases(args))
+        if args.cli_runs:
+            result["cli_verify"] = cli_overhead(args.cli_runs)
     if args.verilogeval:
         wanted = [p.strip() for p in args.ve_problems.split(",")] if args.ve_problems else None
         result["verilogeval"] = verilogeval(args.verilogeval, wanted)
