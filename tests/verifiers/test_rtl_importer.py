@@ -341,3 +341,20 @@ def test_budgets_follow_the_references_cost():
     assert cpu == 8 * COST_MULT and wall >= cpu  # the wall leaves room for the CPU budget
     fixed = dataclasses.replace(slow, harness={**slow.harness, "sim_cpu_s": 3})
     assert sim_budget(fixed)[1] == 3  # an explicit budget wins
+
+
+@needs_iverilog
+@needs_yosys
+def test_a_slow_reference_is_pinned_to_the_simulator_it_passes_in(tmp_path: Path):
+    """With "auto", a slow reference's candidates would be simulated by Verilator: the
+    importer runs the reference there too and pins the simulator it passes in."""
+    from verifiers.rtl import verilator
+    from verifiers.rtl.importer import pick_simulator
+
+    done = import_verilogeval(FIXTURES, tmp_path / "rtl", check=False)
+    task_dir = done[0]
+    assert pick_simulator(task_dir, {"simulate": 0.5}) is None  # fast: stays on auto
+    if verilator.missing():
+        assert pick_simulator(task_dir, {"simulate": 8.0}) == "iverilog"
+    else:
+        assert pick_simulator(task_dir, {"simulate": 8.0}) == "verilator"

@@ -213,6 +213,7 @@ def import_problem(
     split: str,
     source: str,
     ref_cost: Mapping[str, float] | None = None,
+    simulator: str | None = None,
 ) -> Path:
     prompt = files["prompt"].read_text(encoding="utf-8")
     ref = files["ref"].read_text(encoding="utf-8")
@@ -239,6 +240,8 @@ def import_problem(
     }
     if ref_cost:
         spec["harness"]["ref_cost"] = dict(sorted(ref_cost.items()))
+    if simulator:
+        spec["harness"]["simulator"] = simulator
     task_dir = dest_dir / stem
     task_dir.mkdir(parents=True, exist_ok=True)
     (task_dir / "task.toml").write_text(render_task_toml(spec), encoding="utf-8")
@@ -303,6 +306,39 @@ def check_reference(task_dir: Path) -> dict[str, float]:
     return {k: x for k, x in costs.items() if x}
 
 
+def pick_simulator(task_dir: Path, cost: Mapping[str, float]) -> str | None:
+    """For a reference slow enough that "auto" would simulate candidates with Verilator
+    (verilator.choose), the simulator to pin in the task: "verilator" when the reference
+    passes its own testbench there too, else "iverilog" (a two-state simulator can read a
+    testbench differently; a task must never blame every candidate for that). None: the
+    task stays on "auto" (iverilog)."""
+    from verifiers.catalog import load_task
+    from verifiers.contract import Limits
+    from verifiers.rtl import verilator
+    from verifiers.rtl.verifier import SIM_ONLY, RtlVerifier
+
+    task = load_task(task_dir, "rtl")
+    if (cost.get("simulate") or 0.0) < verilator.AUTO_ABOVE_S:
+        return None
+    if verilator.missing():
+        log.warning("%s: verilator cannot build here; pinned to iverilog", task_dir.name)
+        return verilator.IVERILOG
+    harness = {**task.harness, "simulator": verilator.VERILATOR, "sim_cpu_s": CHECK_SIM_CPU_S}
+    task = dataclasses.replace(task, harness=harness)
+    code = rename_modules(task.reference or "", {REF_TOP: task.interface["top"]})
+    v = RtlVerifier().verify(task, code, Limits(gates=SIM_ONLY, **CHECK_LIMITS))
+    if v.passed and v.metrics.get("simulator") == verilator.VERILATOR:
+        return verilator.VERILATOR
+    log.warning(
+        "%s: its reference does not pass under verilator (%s/%s %s); pinned to iverilog",
+        task_dir.name,
+        v.status.value,
+        v.code,
+        v.metrics.get("simulator_fallback", ""),
+    )
+    return verilator.IVERILOG
+
+
 def import_verilogeval(
     src_dir: Path,
     dest_dir: Path,
@@ -348,7 +384,10 @@ def import_verilogeval(
                 errors.append(f"{stem}: {e}")
                 continue
             if cost:
-                import_problem(stem, files, dest_dir, split=split, source=source, ref_cost=cost)
+                sim = pick_simulator(task_dir, cost)
+                import_problem(
+                    stem, files, dest_dir, split=split, source=source, ref_cost=cost, simulator=sim
+                )
             log.info("checked %s (%d/%d)", stem, len(imported) + len(errors) + 1, len(problems))
         imported.append(task_dir)
     if errors:
