@@ -241,3 +241,29 @@ endmodule
     check(sim, Status.PASS)  # as in the harness
     v = check(rtl.verify(PS_ADD, cand), Status.COMPILE_ERROR, "unsynthesizable")
     assert "multiple conflicting drivers: y" in v.checks[-1].detail
+
+
+def test_a_formal_run_is_stopped_close_to_its_own_time_limit():
+    """yosys `sat -timeout 10` once ran to a 15 s sandbox limit: the margin now covers only
+    reading and elaborating."""
+    from verifiers.rtl import formal
+
+    lim = formal.run_limits(10.0)
+    assert 10.0 < lim["timeout_s"] <= 12.5
+    assert lim["cpu_s"] >= lim["timeout_s"]  # a run that had the CPU is the candidate's
+
+
+def test_a_combinational_latch_is_an_honest_unknown_not_a_verdict(rtl):
+    ref = """module add4(input [3:0] a, input [3:0] b, output reg [4:0] y);
+  always_comb case (a[1:0])
+    2'd0: y = {1'b0, b};
+    2'd1: y = {1'b0, ~b};
+    2'd2: y = 5'd3;
+  endcase
+endmodule
+"""
+    task = dataclasses.replace(PS_ADD, reference=ref)
+    v = check(rtl.verify(task, ref), Status.PASS)
+    assert v.metrics["equivalence"] == "unknown"
+    assert "latches" in v.checks[-1].detail
+    assert v.metrics["latches"] > 0
