@@ -24,7 +24,13 @@ from verifiers import domain as domain_registry
 from verifiers.contract import Artifact, Check, Limits, Status, Task, Verdict, content_id
 from verifiers.domain import FORMAT_GATE
 from verifiers.feedback import trim
-from verifiers.sandbox import MachineFault, RunResult, Sandbox, SandboxUnavailable
+from verifiers.sandbox import (
+    MachineFault,
+    RunResult,
+    Sandbox,
+    SandboxSession,
+    SandboxUnavailable,
+)
 from verifiers.settings import VerifierSettings, settings_for
 from verifiers.taxonomy import category_of
 
@@ -140,6 +146,8 @@ class Context:
     # gate -> seconds measured elsewhere (a worker that runs several gates in one job);
     # used for that gate's Check instead of the time its method took
     gate_seconds: dict[str, float] = field(default_factory=dict)
+    # the candidate's one sandbox for all its tool runs (`Verifier.session_sandbox`)
+    session: SandboxSession | None = None
 
     def run(
         self,
@@ -149,9 +157,12 @@ class Context:
         cpu_s: int | None = None,
         self_signal: bool = False,
     ) -> RunResult:
-        res = self.sandbox.run(
-            argv, self.workdir, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal
-        )
+        if self.session is not None:
+            res = self.session.run(argv, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal)
+        else:
+            res = self.sandbox.run(
+                argv, self.workdir, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal
+            )
         self.tool_seconds += res.seconds
         if self.trace is not None:
             self.trace.append(
@@ -192,6 +203,9 @@ class Verifier:
     # a verdict from some of the gates only carries its own version ("1+gates:a,b"), so it
     # never stands for a full one (the candidate stays pending for the full verdict)
     partial_versions: ClassVar[bool] = False
+    # a candidate's tool runs share one sandbox (`Sandbox.session`: the same runs without
+    # a bwrap start each), for a domain whose gates make many short ones
+    session_sandbox: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -256,9 +270,11 @@ class Verifier:
             except SandboxUnavailable as e:
                 raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
             with self._workdir() as tmp:
-                ctx = Context(task, text, limits, sandbox, sandbox.prepare_workdir(Path(tmp)))
-                ctx.trace = self.trace
-                self._run_gates(ctx, checks)
+                work = sandbox.prepare_workdir(Path(tmp))
+                with self._session(sandbox, work) as session:
+                    ctx = Context(task, text, limits, sandbox, work, session=session)
+                    ctx.trace = self.trace
+                    self._run_gates(ctx, checks)
         except GateFail as f:
             outcome = f
         return self._verdict(task, candidate_id, checks, ctx, outcome, start, limits)
@@ -268,6 +284,13 @@ class Verifier:
     ) -> list[Verdict]:
         """Verify several (task, code) pairs; a domain may override to run them in parallel."""
         return [self.verify(task, code, limits) for task, code in items]
+
+    def _session(
+        self, sandbox: Sandbox, work: Path
+    ) -> contextlib.AbstractContextManager[SandboxSession | None]:
+        if not self.session_sandbox:
+            return contextlib.nullcontext(None)
+        return sandbox.session(work)
 
     def _workdir(self) -> contextlib.AbstractContextManager[str]:
         if self.keep_workdirs is None:

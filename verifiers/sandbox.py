@@ -14,7 +14,10 @@ Two users, one builder: `Sandbox.run` (one tool run: iverilog, yosys, nvcc, ...)
 warm workers of `verifiers.warm` (a long-lived Python server). Both get the same mounts,
 namespaces, pid 1 (`limits_shell`), uid drop and environment; they differ only in what
 they bind, in the address-space limit (a server sets its children's) and in the started
-byte below (a server says it started on its own result pipe).
+byte below (a server says it started on its own result pipe). `Sandbox.session` runs a
+candidate's tool runs one after another in one such sandbox, each under the rlimits and
+uid drop of `limits_shell`, with nothing of one run alive when the next starts
+(`SandboxSession`).
 
 Whether the sandbox itself failed is never read from text the candidate can print: the
 sandbox's shell writes one byte on a pipe of its own (the run's stdin, which it then
@@ -41,6 +44,7 @@ import contextlib
 import glob
 import os
 import re
+import select
 import selectors
 import shutil
 import signal
@@ -364,10 +368,24 @@ def limits_shell(lim: Limits, cpu_s: int | None, uid: int | None, *, status: boo
     """
     real = status and PERL is not None
     script = ["printf s >&0", "exec 3>&0 0</dev/null" if real else "exec 0</dev/null"]
-    script = script if status else []
+    limits, run = _limits(lim, cpu_s, uid, address_space=status)
+    script = [*(script if status else []), *limits]
+    if real:
+        run = f"exec {PERL} -e '{PID1}' -- {run}"
+    return ["/bin/sh", "-c", "; ".join([*script, run]), "sh"]
+
+
+def _limits(
+    lim: Limits, cpu_s: int | None, uid: int | None, *, address_space: bool
+) -> tuple[list[str], str]:
+    """The shell lines that set a run's rlimits, and the command line that drops to `uid`
+    and runs "$@": the one piece a tool run (`limits_shell`), a session's job
+    (`SandboxSession`) and a warm server share. `address_space`: a tool run; a server
+    sets its children's itself."""
+    script = []
     if cpu_s is not None:
         script += [f"ulimit -S -t {cpu_s}", f"ulimit -H -t {cpu_s + 1}"]  # SIGXCPU first
-    if status:  # a tool run; servers set their children's address space themselves
+    if address_space:
         script.append(f"ulimit -v {lim.memory_mb * 1024}")  # KiB
     script += [f"ulimit -f {lim.fsize_mb * 2048}", "ulimit -c 0"]  # 512-byte blocks in dash
     run = '"$@"'
@@ -375,9 +393,7 @@ def limits_shell(lim: Limits, cpu_s: int | None, uid: int | None, *, status: boo
         script.append(f"ulimit -p {lim.nproc}")
         drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
         run = f'{drop} --inh-caps=-all --bounding-set=-all "$@"'
-    if real:
-        run = f"exec {PERL} -e '{PID1}' -- {run}"
-    return ["/bin/sh", "-c", "; ".join([*script, run]), "sh"]
+    return script, run
 
 
 def confined_argv(c: Confinement, lim: Limits, root: bool) -> list[str]:
@@ -566,6 +582,21 @@ class Sandbox:
             cap=lim.output_bytes,
             cpu_budget_s=budget,
             self_signal=self_signal,
+        )
+
+    def session(
+        self,
+        workdir: Path,
+        *,
+        ro_dirs: Sequence[str] = (),
+        ro_binds: Sequence[tuple[str, str]] = (),
+        env: Mapping[str, str] | None = None,
+        guest_work: str = "/work",
+    ) -> SandboxSession:
+        """One sandbox for a series of runs in `workdir` (one candidate's), a context
+        manager: its `run` is this `run`, without a bwrap started per run."""
+        return SandboxSession(
+            self, workdir, ro_dirs=ro_dirs, ro_binds=ro_binds, env=env, guest_work=guest_work
         )
 
 
@@ -763,3 +794,414 @@ def bufs_text(buf: bytearray) -> str:
 def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+# --- one sandbox for a candidate's runs -------------------------------------------------
+
+# A session's pid 1 (`SandboxSession`). One job a line on stdin: the limits script and
+# argv, each hex-encoded after an "x". Each job runs as its child (`/bin/sh -c script sh
+# argv...`) with stdin /dev/null, neither the job nor the status pipe, and the session's
+# stdout / stderr pipes reopened through /proc (open files of its own: a flag it sets on
+# them, O_NONBLOCK, reaches no later job); pid 1 reaps what ends up its child meanwhile,
+# as PID1 does. Once the command is dead, every other process of the namespace is killed
+# (kill -1 from pid 1: all but itself) and reaped, /tmp is emptied and SysV IPC objects
+# removed (as a run of its own would leave them: gone), and only then does
+# "w<wait status> <CPU seconds of what it reaped>" go on the status pipe (fd ARGV[0]):
+# all the job wrote is in the output pipes by then, and nothing of it runs on.
+SESSION_PID1 = (
+    'open(S, ">&=", $ARGV[0]) or exit 126; syswrite(S, "r\\n"); '
+    "while (defined(my $job = <STDIN>)) { "
+    "my ($sh, @argv) = map { pack 'H*', substr($_, 1) } split ' ', $job; "
+    "my @t = times; syswrite(S, 's'); my $k = fork; "
+    'if (defined $k && !$k) { close(S); open(STDIN, "<", "/dev/null"); '
+    'for my $h (*STDOUT, *STDERR) { open(my $d, ">&", $h) or exit 126; '
+    'open($h, ">", "/proc/self/fd/" . fileno($d)) or exit 126; close($d) } '
+    'exec { "/bin/sh" } "sh", "-c", $sh, "sh", @argv; print STDERR "sh: $!\\n"; exit 127 } '
+    "my $s = 126 << 8; "
+    "if (defined $k) { while ((my $p = wait) > 0) { if ($p == $k) { $s = $?; last } } } "
+    "while (kill('KILL', -1)) { 1 while wait() > 0 } "
+    'if (opendir(my $d, "/tmp")) { my @e = grep { !/^[.][.]?$/ } readdir $d; closedir $d; '
+    'system "/bin/rm", "-rf", "--", map { "/tmp/$_" } @e if @e } '
+    'system "ipcrm", "--all" if grep { open(F, "<", "/proc/sysvipc/$_") '
+    "&& (() = <F>) > 1 } qw(shm msg sem); close(F); "
+    "my @u = times; my $c = $u[2] + $u[3] - $t[2] - $t[3]; "
+    'syswrite(S, sprintf("w%d %.2f\\n", $s, $c > 0 ? $c : 0)) }'
+)
+_STATUS = re.compile(rb"sw(\d+) (\d+\.\d+)\n")
+_DRAIN_CHUNKS = 64  # 4 MiB: more than a pipe holds (its writers are dead by then)
+
+
+@dataclass
+class _Job:
+    """One session run as the host sees it."""
+
+    start: float
+    timeout_s: float
+    budget_s: int
+    self_signal: bool
+    oom0: int | None
+    sample_at: float = 0.0
+    # bwrap and pid 1 when it began; None for the run that started the session: its
+    # tree's CPU counts from bwrap's start, as a `run_capped` tree's does (its wall does)
+    base: TreeSnapshot | None = None
+    fresh: bool = False
+    said: bytearray = field(default_factory=bytearray)  # the status pipe, for this job
+    out: bytearray = field(default_factory=bytearray)
+    err: bytearray = field(default_factory=bytearray)
+    waits: dict[int, float] = field(default_factory=dict)  # tid -> run_delay, as sampled
+    sampled: bool = False
+    at_kill: tuple[float, TreeSnapshot] | None = None  # its wall clock's kill
+    capped: bool = False
+    at_end: TreeSnapshot | None = None  # the tree when the session was killed under it
+    end_cpu: float = 0.0  # bwrap's reaped children, once it ended (all the session's CPU)
+    rc: int = 0  # bwrap's exit status, once it ended
+
+    def usage(self, cpu_s: float, snap: TreeSnapshot | None = None) -> Usage:
+        """Usage of `cpu_s`, with the CPU waits since the job began (the session's own
+        processes had theirs before); `snap`: the tree at a kill, its CPU less theirs."""
+        before = self.base.waits if self.base else {}
+        if snap is not None:
+            cpu_s = max(0.0, snap.cpu_s - (self.base.cpu_s if self.base else 0.0))
+            self.waits.update(snap.waits)
+        deltas = [max(0.0, w - before.get(t, 0.0)) for t, w in self.waits.items()]
+        known = SCHEDSTAT and (self.sampled or snap is not None)
+        return Usage(cpu_s, sum(deltas) if known else None, contenders(deltas))
+
+
+class SandboxSession:
+    """One sandbox for one candidate's tool runs: `run` is `Sandbox.run` (the same
+    RunResult, rlimits, uid drop and `Stop`) without a bwrap per run (5-12 ms each: its
+    namespaces and mounts). Its pid 1 (`SESSION_PID1`) runs one job at a time and, before
+    it reports one, kills whatever is left of it and empties /tmp: no process of one run
+    lives into the next (the RTL harness puts its private files in the work dir only
+    while a tool that does not run the design reads them), nor does a tool's temp file.
+    What carries over is the work dir, as between two `Sandbox.run`s.
+
+    Entered as a context manager, it starts its bwrap at once (set up while the caller
+    prepares its first run, whose wall clock then waits for it). A run stopped by its
+    wall clock or its output cap takes the session with it, as `run_capped` kills its
+    bwrap; a session that died, or ended on its own, is started again by the next run;
+    one that cannot start sends its runs to `Sandbox.run`, which says why.
+
+    Without the uid drop (a host that is not root) a job would run as pid 1's own uid
+    and could reach its pipes through /proc/1/fd, and unconfined or without perl there
+    is no pid 1 of ours: then every run is a `Sandbox.run`.
+
+    Runs are serialised; bwrap's parent-death signal follows the thread that started the
+    session, so it belongs to one candidate on one thread."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        workdir: Path,
+        *,
+        ro_dirs: Sequence[str] = (),
+        ro_binds: Sequence[tuple[str, str]] = (),
+        env: Mapping[str, str] | None = None,
+        guest_work: str = "/work",
+    ):
+        self.sandbox, self.workdir = sandbox, workdir
+        self._where = {
+            "ro_dirs": tuple(ro_dirs),
+            "ro_binds": tuple(ro_binds),
+            "env": dict(env or {}),
+            "guest_work": guest_work,
+        }
+        lim = sandbox.limits
+        self.served = not lim.unconfined and PERL is not None and sandbox.drop_uid is not None
+        self.starts = 0  # sessions started so far
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._pid1 = 0  # pid 1's pid on the host
+        self._jobs = self._status = self._out = self._err = -1
+        self._sel: selectors.BaseSelector | None = None
+        self._ready = False  # pid 1 said it reads jobs
+
+    def __enter__(self) -> SandboxSession:
+        if self.served:
+            with self._lock:
+                self._spawn()  # bwrap sets up while the caller prepares its first run
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the session (its pid 1 takes the namespace with it)."""
+        with self._lock:
+            self._end(kill=False)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        cpu_s: int | None = None,
+        self_signal: bool = False,
+    ) -> RunResult:
+        """`Sandbox.run(argv, workdir, ...)` in this session."""
+        if not self.served:
+            return self.sandbox.run(
+                argv,
+                self.workdir,
+                timeout_s=timeout_s,
+                cpu_s=cpu_s,
+                self_signal=self_signal,
+                **self._where,
+            )
+        if any("\0" in a for a in argv):
+            raise ValueError("embedded null byte")  # as Popen says
+        with self._lock:
+            lim = self.sandbox.limits
+            timeout = lim.timeout_s if timeout_s is None else timeout_s
+            job = _Job(time.perf_counter(), timeout, cpu_s or lim.cpu_s, self_signal, oom_kills())
+            job.sample_at = job.start + SAMPLE_S
+            if self._proc is not None and self._proc.poll() is not None:
+                self._end(kill=True)  # one that died: its pipes
+            if self._proc is None and not self._spawn():
+                self.served = False
+            elif not self._ready:
+                how = self._await_ready(job)
+                if how == "failed":
+                    self.served = False
+                elif how == "late":
+                    return self._result(job, "late")
+            if self.served:
+                return self._job(job, argv)
+        return self.run(argv, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal)
+
+    # --- the session ------------------------------------------------------------------
+    def _spawn(self) -> bool:
+        """Start a fresh session's bwrap (False: it could not be started)."""
+        lim, w = self.sandbox.limits, self._where
+        c = Confinement(
+            self.workdir, w["guest_work"], ro=w["ro_dirs"], ro_files=w["ro_binds"], env=w["env"]
+        )
+        jobs_r, self._jobs = os.pipe()
+        self._status, status_w = os.pipe()
+        self._out, out_w = os.pipe()
+        self._err, err_w = os.pipe()
+        cmd = [*confined_argv(c, lim, True), PERL, "-e", SESSION_PID1, "--", str(status_w)]
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                cwd=self.workdir,
+                env=host_env(c, lim),
+                stdin=jobs_r,
+                stdout=out_w,
+                stderr=err_w,
+                pass_fds=(status_w,),
+                start_new_session=True,  # its own process group, killed whole
+            )
+        except OSError:
+            self._proc = None
+        finally:
+            for fd in (jobs_r, status_w, out_w, err_w):
+                os.close(fd)
+        if self._proc is None:
+            self._end(kill=True)
+            return False
+        self.starts += 1
+        self._sel = selectors.DefaultSelector()
+        for fd in (self._status, self._out, self._err):
+            os.set_blocking(fd, False)
+            self._sel.register(fd, selectors.EVENT_READ)
+        return True
+
+    def _await_ready(self, job: _Job) -> str:
+        """pid 1's ready line, within the first job's wall clock: 'ready', 'late' or
+        'failed' (bwrap or pid 1 did not start)."""
+        how = self._collect(job)
+        if how == "line" and job.said == b"r\n":
+            self._ready, self._pid1 = True, self._child_of(self._proc.pid)
+            job.said.clear()
+            job.out.clear()
+            job.err.clear()
+            job.fresh = True
+            return "ready"
+        self._end(kill=True, job=job)
+        return "late" if how == "late" else "failed"
+
+    def _job(self, job: _Job, argv: Sequence[str]) -> RunResult:
+        lim, proc = self.sandbox.limits, self._proc
+        limits, run = _limits(lim, job.budget_s, self.sandbox.drop_uid, address_space=True)
+        script = "; ".join([*limits, f"exec {run}"])
+        line = b" ".join(b"x" + os.fsencode(a).hex().encode() for a in (script, *argv))
+        if not job.fresh:
+            job.base = tree_snapshot(proc.pid, [proc.pid, self._pid1])
+        try:
+            view = memoryview(line + b"\n")
+            while view:
+                view = view[os.write(self._jobs, view) :]
+        except OSError:
+            pass  # pid 1 is gone: the status pipe says so
+        how = self._collect(job)
+        if how == "line" and not _STATUS.fullmatch(job.said):
+            how = "garbled"  # not pid 1's words: the session is not trusted further
+        if how == "line":
+            self._drain(job)  # all it printed is in the pipes: its writers are dead
+        else:
+            self._end(kill=how != "eof", job=job)
+        return self._result(job, how)
+
+    def _collect(self, job: _Job) -> str:
+        """Read the status pipe up to its next line while draining the output pipes
+        (capped) and sampling the tree's CPU waits: 'line', 'eof', 'late' or 'capped'."""
+        cap = self.sandbox.limits.output_bytes
+        bufs = {self._out: job.out, self._err: job.err}
+        while True:
+            now = time.perf_counter()
+            remaining = job.start + job.timeout_s - now
+            if remaining <= 0:
+                job.at_kill = (now - job.start, tree_snapshot(self._proc.pid))
+                return "late"
+            if now >= job.sample_at:
+                job.waits.update(tree_snapshot(self._proc.pid).waits)
+                job.sampled = True
+                job.sample_at = now + SAMPLE_S
+            wait = min(remaining, 1.0, max(0.0, job.sample_at - now))
+            for key, _ in self._sel.select(wait):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if key.fd == self._status:
+                    if not chunk:
+                        return "eof"
+                    job.said += chunk
+                    if b"\n" in job.said:
+                        return "line"
+                    continue
+                if not chunk:  # the output pipes close only with the session
+                    self._sel.unregister(key.fd)
+                    continue
+                buf = bufs[key.fd]
+                buf += chunk[: max(0, cap - len(buf))]
+                if len(buf) >= cap:
+                    job.capped = True
+                    return "capped"
+
+    def _drain(self, job: _Job) -> None:
+        """What the output pipes hold now, into the job's output (capped: the rest is
+        read and dropped, never left for the next job)."""
+        cap = self.sandbox.limits.output_bytes
+        for fd, buf in ((self._out, job.out), (self._err, job.err)):
+            for _ in range(_DRAIN_CHUNKS):
+                try:
+                    chunk = os.read(fd, 65536)
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                buf += chunk[: max(0, cap - len(buf))]
+                job.capped = job.capped or len(buf) >= cap
+
+    def _result(self, job: _Job, how: str) -> RunResult:
+        """The RunResult `run_capped` gives for the same end (`how`, from `_collect`)."""
+        seconds = time.perf_counter() - job.start
+        oom1 = oom_kills()
+        oom = oom1 - job.oom0 if job.oom0 is not None and oom1 is not None else None
+        stop, timed_out = None, how == "late"
+        if m := _STATUS.fullmatch(job.said):
+            status = int(m[1])
+            sig_n = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            rc = 128 + sig_n if sig_n else os.WEXITSTATUS(status)  # as pid 1 would exit
+            use = job.usage(float(m[2]))
+            stop = Stop(seconds, False, use, job.budget_s, sig_n, oom, job.self_signal)
+        else:
+            rc = job.rc
+            if job.at_kill is not None:  # its wall clock
+                wall, snap = job.at_kill
+                stop = Stop(wall, True, job.usage(0.0, snap), job.budget_s, oom_kills=oom)
+                timed_out = True
+            else:  # its output cap, or the session died under it
+                known = -rc if rc < 0 else None
+                if job.at_end is not None:
+                    use = job.usage(0.0, job.at_end)
+                else:
+                    use = job.usage(max(0.0, job.end_cpu - (job.base.cpu_s if job.base else 0)))
+                stop = Stop(seconds, False, use, job.budget_s, known, oom, job.self_signal)
+        sig = -rc if rc < 0 else (rc - 128 if rc > 128 else None)
+        return RunResult(
+            returncode=rc,
+            stdout=bufs_text(job.out),
+            stderr=bufs_text(job.err),
+            seconds=seconds,
+            timed_out=timed_out,
+            output_capped=job.capped and not timed_out,
+            signal=sig,
+            started=job.said[:1] == b"s",
+            stop=stop,
+        )
+
+    def _end(self, *, kill: bool, job: _Job | None = None) -> None:
+        """Stop the session: killed (its bwrap's process group, as `run_capped` does; pid
+        1's parent-death signal takes the namespace), or ended (no more jobs: pid 1
+        exits). Then bwrap is reaped, and after a kill pid 1 is waited for: the
+        namespace's last process. `job`: the run it ended under (its exit, its output)."""
+        proc, pid1 = self._proc, self._pid1
+        self._proc, self._pid1, self._ready = None, 0, False
+        if proc is not None:
+            if kill and job is not None and job.at_kill is None:
+                job.at_end = tree_snapshot(proc.pid)
+            if not kill:
+                with contextlib.suppress(OSError):
+                    os.close(self._jobs)
+                self._jobs = -1
+                kill = not self._status_closed(2.0)  # bwrap and pid 1 gone with it
+            if kill and proc.returncode is None:  # a reaped one's pid may be another's now
+                _kill_group(proc)
+            cpu = 0.0
+            if proc.returncode is None:
+                try:
+                    cpu = _wait4(proc, None if kill else 2.0)
+                except subprocess.TimeoutExpired:
+                    kill = True
+                    _kill_group(proc)
+                    cpu = _wait4(proc, None)
+            if kill and pid1:
+                _wait_gone(pid1)
+            if job is not None:
+                job.rc, job.end_cpu = proc.returncode, cpu
+                if not kill:
+                    self._drain(job)  # it died on its own: what it printed first
+        if self._sel is not None:
+            self._sel.close()
+            self._sel = None
+        for fd in (self._jobs, self._status, self._out, self._err):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._jobs = self._status = self._out = self._err = -1
+
+    def _status_closed(self, limit_s: float) -> bool:
+        """Until the status pipe's end-of-file (its writers, pid 1 and bwrap, exited)."""
+        end = time.monotonic() + limit_s
+        while (left := end - time.monotonic()) > 0:
+            if select.select([self._status], [], [], left)[0]:
+                try:
+                    if not os.read(self._status, 65536):
+                        return True
+                except BlockingIOError:
+                    continue
+        return False
+
+    @staticmethod
+    def _child_of(pid: int) -> int:
+        """bwrap's one child, the session's pid 1."""
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                kids = f.read().split()
+        except OSError:  # no CONFIG_PROC_CHILDREN
+            kids = [str(p).encode() for p in _descendants(pid)[1:2]]
+        return int(kids[0]) if kids else 0
+
+
+def _wait_gone(pid: int, limit_s: float = 2.0) -> None:
+    """Until `pid` has exited (gone, or a zombie), at most `limit_s`."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        st = _stat(pid)
+        if st is None or st[0] == b"Z":
+            return
+        time.sleep(0.001)

@@ -18,7 +18,7 @@ from verifiers.contract import Limits, Status
 from verifiers.rtl import verilator
 from verifiers.rtl.settings import RtlSettings
 from verifiers.rtl.verifier import SIM_ONLY, RtlVerifier
-from verifiers.sandbox import Sandbox
+from verifiers.sandbox import Sandbox, SandboxSession
 from verifiers.settings import SettingsError, settings_for
 
 pytestmark = [
@@ -123,7 +123,7 @@ def test_the_model_runs_with_no_harness_source_on_disk(vl, monkeypatch):
     seen: dict = {}
     real = Sandbox.run
 
-    def spy(self, argv, workdir, **kw):
+    def look(argv, workdir):
         if argv[0] == "verilator_bin" and "tb.sv" in argv:
             tb = (workdir / "tb.sv").read_text()
             seen["nonce"] = re.search(r"CRUCIBLE_[0-9a-f]{16}", tb)[0].encode()
@@ -133,9 +133,18 @@ def test_the_model_runs_with_no_harness_source_on_disk(vl, monkeypatch):
                 for p in workdir.rglob("*")
                 if p.is_file() and not p.is_symlink()
             }
+
+    def spy(self, argv, workdir, **kw):
+        look(argv, workdir)
         return real(self, argv, workdir, **kw)
 
+    def spy_session(self, argv, **kw):  # the candidate's runs share one sandbox
+        look(argv, self.workdir)
+        return real_session(self, argv, **kw)
+
+    real_session = SandboxSession.run
     monkeypatch.setattr(Sandbox, "run", spy)
+    monkeypatch.setattr(SandboxSession, "run", spy_session)
     check(vl.verify(VL_ADD, ADD_REF, FAST), Status.PASS)
     files = seen["files"]
     assert not {"tb.sv", "ref.sv", verilator.RUNTIME} & set(files)

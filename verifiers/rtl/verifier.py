@@ -147,6 +147,7 @@ class RtlVerifier(Verifier):
     gates = DOMAIN.gate_names
     always = ("static",)
     requires = {"simulate": ("compile",)}
+    session_sandbox = True
 
     def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
         traced = len(self.trace) if self.trace is not None else 0
@@ -853,17 +854,10 @@ def _setup(ctx: Context) -> dict[str, Any]:
     tb = task.harness.get("testbench") or ""
     ref = task.reference or ""
     nonce = "CRUCIBLE_" + secrets.token_hex(8)
-    ref_top = task.harness.get("ref_top") or task.interface["top"]
     s.update(
         nonce=nonce, testbench=tb, reference=ref, ready=True, tb_roots=_roots(tb) if tb else []
     )
-    renamed = rename_reference(ref, ref_top) if ref else ""
-    s["files"] = {
-        "ref.sv": renamed,
-        formal.YOSYS_REF: comb_as_star(renamed),
-        "tb.sv": tb.replace(REPORT_TOKEN, nonce) if tb else "",
-        UNIT_SHIM: unit_shim(tb, ref),
-    }
+    s["files"] = _harness_texts(task, nonce)
     _write(ctx, "cand.sv", ctx.code)
     _write(ctx, formal.YOSYS_CAND, comb_as_star(ctx.code))
     return s
@@ -956,17 +950,25 @@ def _read(ctx: Context, name: str) -> str:
     return _read_bytes(ctx, name).decode(errors="replace")
 
 
+def _harness_texts(task: Task, nonce: str) -> dict[str, str]:
+    """The harness's private files by name: the reference renamed (as iverilog and as
+    yosys read it), the testbench with `nonce` for the report token, the unit shim."""
+    tb = task.harness.get("testbench") or ""
+    ref = task.reference or ""
+    ref_top = task.harness.get("ref_top") or task.interface["top"]
+    renamed = rename_reference(ref, ref_top) if ref else ""
+    return {
+        "ref.sv": renamed,
+        formal.YOSYS_REF: comb_as_star(renamed),
+        "tb.sv": tb.replace(REPORT_TOKEN, nonce) if tb else "",
+        UNIT_SHIM: unit_shim(tb, ref),
+    }
+
+
 def _restore_for_replay(task: Task, runs: list[dict[str, Any]]) -> None:
     """Debugging and benchmarks only (kept work dirs): put the harness's files back once
     the verdict is in, so each traced tool run can be replayed in its directory."""
-    files = {
-        "ref.sv": rename_reference(
-            task.reference, task.harness.get("ref_top") or task.interface["top"]
-        )
-        if task.reference
-        else "",
-        "tb.sv": task.harness.get("testbench") or "",
-    }
+    files = _harness_texts(task, REPORT_TOKEN)
     for workdir in {r["workdir"] for r in runs}:
         for name, text in files.items():
             if not text:
