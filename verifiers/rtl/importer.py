@@ -273,10 +273,10 @@ class ReferenceFails(ValueError):
     checks): no candidate could be judged fairly against it."""
 
 
-def check_reference(task_dir: Path) -> dict[str, float]:
+def check_reference(task_dir: Path) -> tuple[dict[str, float], float]:
     """Load the task as the catalog does and verify its reference with every gate, as a
-    candidate would be; the reference's measured seconds per gate (quantized, only those
-    worth recording). Raises TaskSpecError (the loader refuses it), ReferenceFails (it
+    candidate would be: the reference's measured seconds per gate (quantized, only those
+    worth recording) and its simulation's own seconds. Raises TaskSpecError (the loader refuses it), ReferenceFails (it
     fails its own harness) or RuntimeError (the machine could not check it)."""
     from verifiers.catalog import load_task
     from verifiers.contract import Limits
@@ -303,15 +303,20 @@ def check_reference(task_dir: Path) -> dict[str, float]:
         for c in v.checks
         if c.name in COST_GATES and (c.name != "equivalence" or decided)
     }
-    return {k: x for k, x in costs.items() if x}
+    raw = {c.name: c.seconds for c in v.checks}
+    return {k: x for k, x in costs.items() if x}, raw.get("simulate", 0.0)
 
 
-def pick_simulator(task_dir: Path, cost: Mapping[str, float]) -> str | None:
+def pick_simulator(
+    task_dir: Path, cost: Mapping[str, float], iverilog_s: float | None = None
+) -> str | None:
     """For a reference slow enough that "auto" would simulate candidates with Verilator
     (verilator.choose), the simulator to pin in the task: "verilator" when the reference
-    passes its own testbench there too, else "iverilog" (a two-state simulator can read a
-    testbench differently; a task must never blame every candidate for that). None: the
-    task stays on "auto" (iverilog)."""
+    passes its own testbench there too and its model (build and run, the runtime library
+    aside: built once per verifier) costs less than half its iverilog run, else "iverilog"
+    (a two-state simulator can read a testbench differently, and a task must never blame
+    every candidate for that; a model that takes longer to build than iverilog takes to
+    simulate is no gain). None: the task stays on "auto" (iverilog)."""
     from verifiers.catalog import load_task
     from verifiers.contract import Limits
     from verifiers.rtl import verilator
@@ -327,15 +332,20 @@ def pick_simulator(task_dir: Path, cost: Mapping[str, float]) -> str | None:
     task = dataclasses.replace(task, harness=harness)
     code = rename_modules(task.reference or "", {REF_TOP: task.interface["top"]})
     v = RtlVerifier().verify(task, code, Limits(gates=SIM_ONLY, **CHECK_LIMITS))
-    if v.passed and v.metrics.get("simulator") == verilator.VERILATOR:
+    if not (v.passed and v.metrics.get("simulator") == verilator.VERILATOR):
+        log.warning(
+            "%s: its reference does not pass under verilator (%s/%s %s); pinned to iverilog",
+            task_dir.name,
+            v.status.value,
+            v.code,
+            v.metrics.get("simulator_fallback", ""),
+        )
+        return verilator.IVERILOG
+    sim_s = next((c.seconds for c in v.checks if c.name == "simulate"), 0.0)
+    model_s = sim_s - v.metrics.get("verilator_runtime_build_s", 0.0)
+    if model_s < 0.5 * (iverilog_s or cost["simulate"]):
         return verilator.VERILATOR
-    log.warning(
-        "%s: its reference does not pass under verilator (%s/%s %s); pinned to iverilog",
-        task_dir.name,
-        v.status.value,
-        v.code,
-        v.metrics.get("simulator_fallback", ""),
-    )
+    log.info("%s: its verilator model costs %.2f s: pinned to iverilog", task_dir.name, model_s)
     return verilator.IVERILOG
 
 
@@ -378,13 +388,13 @@ def import_verilogeval(
             continue
         if check:
             try:
-                cost = check_reference(task_dir)
+                cost, sim_s = check_reference(task_dir)
             except (TaskSpecError, ReferenceFails, RuntimeError) as e:
                 shutil.rmtree(task_dir, ignore_errors=True)
                 errors.append(f"{stem}: {e}")
                 continue
             if cost:
-                sim = pick_simulator(task_dir, cost)
+                sim = pick_simulator(task_dir, cost, sim_s)
                 import_problem(
                     stem, files, dest_dir, split=split, source=source, ref_cost=cost, simulator=sim
                 )

@@ -203,8 +203,10 @@ class RtlVerifier(Verifier):
     def gate_compile(self, ctx: Context) -> str:
         s = _setup(ctx)
         top = ctx.task.interface["top"]
-        # -N: the elaborated netlist, which synthesize reads for initial-only logic
-        argv = [*COMPILE_ARGV, "-N", "elab.net", "-o", "sim.vvp"]
+        # -N: the elaborated netlist, for synthesize's initial-only check (not written
+        # when synthesize will not run: a large design's netlist costs time)
+        netlist = ["-N", "elab.net"] if ctx.limits.wants("synthesize") else []
+        argv = [*COMPILE_ARGV, *netlist, "-o", "sim.vvp"]
         harness = ["tb.sv"] if s["testbench"] else []
         if s["testbench"]:
             # only the testbench is a root: extra modules of the candidate never run alone
@@ -264,8 +266,9 @@ class RtlVerifier(Verifier):
             )
         # the netlist holds the testbench (its nonce) and the reference: off the disk
         # before the design runs
-        ctx.state["elab"] = _read(ctx, "elab.net")
-        _remove(ctx, "elab.net")
+        if netlist:
+            ctx.state["elab"] = _read(ctx, "elab.net")
+            _remove(ctx, "elab.net")
         warnings = sum(1 for d in errors.parse_diagnostics(log) if d.is_warning)
         return f"iverilog ok ({warnings} warning(s))"
 
