@@ -276,8 +276,9 @@ class ReferenceFails(ValueError):
 def check_reference(task_dir: Path) -> tuple[dict[str, float], float]:
     """Load the task as the catalog does and verify its reference with every gate, as a
     candidate would be: the reference's measured seconds per gate (quantized, only those
-    worth recording) and its simulation's own seconds. Raises TaskSpecError (the loader refuses it), ReferenceFails (it
-    fails its own harness) or RuntimeError (the machine could not check it)."""
+    worth recording) and its simulation's own seconds. Raises TaskSpecError (the loader
+    refuses it), ReferenceFails (it fails its own harness) or RuntimeError (the machine
+    could not check it)."""
     from verifiers.catalog import load_task
     from verifiers.contract import Limits
     from verifiers.rtl.spec import COST_GATES
