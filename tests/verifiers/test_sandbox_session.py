@@ -4,7 +4,6 @@ the same results, and nothing of one run left for the next."""
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import tempfile
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.verifiers.test_sandbox import _alive, _unique
 from verifiers import sandbox as sandbox_mod
 from verifiers.contract import Limits
 from verifiers.sandbox import INSTALL_HINT, PERL, Sandbox, sandbox_uid
@@ -103,23 +103,6 @@ def test_each_run_has_its_own_output(work):
     assert (second.stdout, second.stderr) == ("two\n", "TWO\n")  # nothing "late"
     assert third.stdout == "a" * 200000 + "\n" and third.stderr == "three\n"  # > a pipe
     assert (fourth.stdout, fourth.stderr) == ("four\n", "")
-
-
-def _unique(seconds: str) -> str:
-    return f"{seconds}.{secrets.randbelow(10**6):06d}"
-
-
-def _alive(marker: str) -> list[str]:
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                cmd = Path(f"/proc/{name}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmd:
-                out.append(name)
-    return out
 
 
 def test_nothing_of_a_run_lives_into_the_next(work):
