@@ -277,6 +277,7 @@ def test_a_verifier_opens_one_session_per_candidate(monkeypatch):
     monkeypatch.setattr(
         sandbox_mod.SandboxSession, "_spawn", lambda self: starts.append(1) or real(self)
     )
+    monkeypatch.setattr(RtlVerifier, "session_sandbox", True)  # the opt-in
     tasks, _ = load_catalog(Path("tasks"), ["rtl"])
     task = next(t for t in tasks if t.reference and t.harness.get("testbench"))
     v = RtlVerifier()
