@@ -798,12 +798,13 @@ def show(
         str,
         typer.Option(
             help="Which artifact: picture (the candidate beside its reference, where its "
-            "verifier renders one), step, stl, any other kind in the lake, or `all`."
+            "verifier renders one), any other kind the lake holds for it, or `all`."
         ),
     ] = "picture",
 ) -> None:
-    """Write a candidate's artifacts out of the lake: by default its picture (a CAD
-    candidate beside its reference, PNG). Exit code 1 when there is nothing to write."""
+    """Write a candidate's artifacts out of the lake: by default its picture (the
+    candidate beside its reference, PNG, where its verifier renders one). Exit code 1 when
+    there is nothing to write."""
     from lake import db
     from lake.store import Lake, LakeError
 
