@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test install toolchains lint bench clean-lake
+.PHONY: demo test install toolchains lint bench clean-lake constraints
 
 demo: install
 	$(BIN)/crucible run
@@ -18,11 +18,20 @@ install: toolchains $(STAMP)
 toolchains:
 	@bash infra/install-toolchains.sh all
 
-$(STAMP): pyproject.toml
+# pyproject.toml says what may co-install; constraints.txt is the exact set measured
+# together, so every machine gets today's versions. Editing either re-installs.
+$(STAMP): pyproject.toml constraints.txt setup.py
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all]'
+	$(BIN)/python -m pip install -q -e '.[all]' -c constraints.txt
 	@touch $(STAMP)
+
+# After adding or upgrading a dependency in the venv: record the set it now holds (local
+# version labels such as torch's `+cpu` dropped, so an index without them resolves it).
+constraints:
+	@{ echo "# Exact versions measured together (make constraints); pyproject.toml has the ranges."; \
+	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v -e '^pip==' -e '^crucible==' | \
+	  sed -E 's/\+[A-Za-z0-9.]+$$//'; } > constraints.txt
 
 lint: install
 	$(BIN)/ruff check .
