@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from rich.console import Console, Group
@@ -51,21 +52,76 @@ def verdict_panel(v: Verdict, title: str = "") -> Panel:
     return Panel(Group(*parts), title=title or f"verdict {v.verdict_id[:12]}")
 
 
-def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    table = Table(title=title, title_justify="left")
+# Longest cell a table shows whole; longer cells (and every line break) are cut to this.
+MAX_CELL = 60
+CUT = "…"
+
+
+def rows_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    max_cell: int | None = MAX_CELL,
+    cut_note: str = "",
+) -> Table:
+    """A table of rows, one cell per column (columns are positional: duplicates are safe).
+
+    Cells are `cell()` text; with `max_cell`, one longer than that (or of several lines)
+    is cut to its first `max_cell` characters and ends in `…`, and `cut_note` (how to see
+    them whole) becomes the caption when any cell was cut.
+    """
+    table = Table(title=title, title_justify="left", caption_justify="left")
     for col in columns:
-        table.add_column(col, overflow="fold")
+        table.add_column(escape(col), overflow="fold")
+    cut = False
     for row in rows:
-        table.add_row(*(escape(_cell(x)) for x in row))
+        texts = []
+        for x in row:
+            text = cell(x)
+            if max_cell is not None:
+                short = clip(text, max_cell)
+                cut = cut or short != text
+                text = short
+            texts.append(escape(text))
+        table.add_row(*texts)
+    if cut and cut_note:
+        table.caption = f"{CUT} cells cut at {max_cell} characters: {cut_note}"
     return table
 
 
-def _cell(x: Any) -> str:
+def clip(text: str, limit: int) -> str:
+    """`text` on one line of at most `limit` characters, ending in `…` where it was cut."""
+    first, _, rest = text.partition("\n")
+    if len(first) <= limit and not rest:
+        return text
+    return first[: max(limit - 1, 0)].rstrip() + CUT
+
+
+def cell(x: Any) -> str:
+    """A value as a table shows it: floats rounded, dicts and lists as compact JSON."""
     if x is None:
         return ""
-    if isinstance(x, float):
-        return f"{x:.3f}"
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, float | Decimal):
+        return number(float(x))
+    if isinstance(x, dict | list | tuple):
+        return compact_json(x)
     return str(x)
+
+
+def number(x: float) -> str:
+    """Three decimals (rates, seconds); significant digits where those would show 0.000."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if x != 0 and abs(x) < 0.0005:
+        return f"{x:.3g}"
+    return f"{x:.3f}"
+
+
+def compact_json(x: Any) -> str:
+    return json.dumps(x, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def console() -> Console:

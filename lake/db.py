@@ -1,12 +1,20 @@
 """DuckDB over the lake: one view per table (deduped by id) plus every `sql/` file by name.
 
+What a query is (`crucible sql`, and every stage): a single identifier-like word is the
+name of a shipped `sql/<name>.sql` file; its `$name`s are its parameters. Result columns
+are made unique the way DuckDB names a subquery's duplicates (`a`, `a_1`), so a row as a
+dict never loses a value and every output format shows the same headers.
+
 The delta extension is loaded from the `duckdb-extension-delta` wheel, never downloaded:
 nodes have no network, and DuckDB's autoinstall would otherwise try.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +23,9 @@ import pyarrow as pa
 
 from lake.schema import TABLES
 from lake.store import Lake, LakeError
+from verifiers.datadirs import data_dir
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+SQL_DIR = data_dir("sql")  # the checkout's sql/, or the wheel's copy when installed
 VIEWS_DIR = SQL_DIR / "views"
 _PIP_HINT = f"pip install 'duckdb-extension-delta=={duckdb.__version__}'"
 
@@ -97,18 +106,105 @@ def available_sql() -> list[str]:
     return sorted(p.stem for p in SQL_DIR.glob("*.sql"))
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_query_name(text: str) -> bool:
+    """A single identifier-like word names a shipped query; anything else is SQL or a file."""
+    return _NAME.fullmatch(text.strip()) is not None
+
+
+def unknown_query(name: str) -> str:
+    """What to say about a query name that is not shipped: the close ones, then all."""
+    known = available_sql()
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"no query named {name!r}{hint} known: {', '.join(known)}"
+
+
 def sql_text(name: str) -> str:
     path = SQL_DIR / f"{name}.sql"
-    if "/" in name or os.sep in name or not path.is_file():
-        raise LakeError(f"no SQL named {name!r}; available: {', '.join(available_sql())}")
+    if not is_query_name(name) or not path.is_file():
+        raise LakeError(unknown_query(name))
     return path.read_text()
+
+
+# String literals, quoted identifiers and comments: a `$` inside them is not a parameter
+# (`json_extract_string(metrics, '$.key')`).
+_NOT_CODE = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.DOTALL)
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def sql_params(text: str) -> list[str]:
+    """The `$name` parameters a query takes, in order of first use."""
+    code = _NOT_CODE.sub(" ", text)
+    return list(dict.fromkeys(_PARAM.findall(code)))
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """`k=v` pairs to parameters: a value that parses as JSON is that (numbers, true,
+    null, ["a","b"]), anything else is the string itself (quote it as JSON, '"123"', to
+    pass digits as a string)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip().removeprefix("$")
+        if not eq or not _NAME.fullmatch(key):
+            raise LakeError(f"--param takes NAME=VALUE (e.g. --param domain=x), got {pair!r}")
+        if key in params:
+            raise LakeError(f"--param {key} given twice")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+def check_params(text: str, params: dict[str, Any], what: str = "the query") -> None:
+    """Refuse a missing or unknown parameter, naming the ones `text` takes."""
+    takes = sql_params(text)
+    listed = ", ".join(f"${p}" for p in takes) if takes else "no parameters"
+    unknown = [k for k in params if k not in takes]
+    if unknown:
+        raise LakeError(
+            f"{what} has no parameter {', '.join(f'${k}' for k in unknown)}; it takes {listed}"
+        )
+    missing = [p for p in takes if p not in params]
+    if missing:
+        example = " ".join(f"--param {p}=..." for p in missing)
+        raise LakeError(
+            f"{what} takes {listed}: missing {', '.join(f'${p}' for p in missing)} "
+            f"(pass {example}; null for none)"
+        )
+
+
+def unique_columns(names: list[str]) -> list[str]:
+    """Column names made unique exactly as DuckDB names a subquery's duplicates: a name
+    met again (case-insensitively) gets `_1`, `_2`, ..., the first one free so far
+    (`SELECT * FROM (SELECT 1 AS a, 2 AS a, 3 AS a_1)` is `a, a_1, a_1_1`)."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        new, i = name, 0
+        while new.lower() in seen:
+            i += 1
+            new = f"{name}_{i}"
+        seen.add(new.lower())
+        out.append(new)
+    return out
+
+
+def arrow(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
+    """A cursor's result with unique column names (`to_pylist` keeps one of two `a`s)."""
+    table = cursor.to_arrow_table()
+    names = unique_columns(table.column_names)
+    return table if names == table.column_names else table.rename_columns(names)
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, name: str, /, **params: Any) -> pa.Table:
     """Run `sql/<name>.sql`; `params` bind its `$name` parameters."""
     text = sql_text(name)
-    cur = con.execute(text, params) if params else con.execute(text)
-    return cur.to_arrow_table()
+    return arrow(con.execute(text, params) if params else con.execute(text))
 
 
 def rows(con: duckdb.DuckDBPyConnection, name: str, /, **params: Any) -> list[dict[str, Any]]:

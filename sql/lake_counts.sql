@@ -5,4 +5,6 @@ UNION ALL SELECT 'candidates', (SELECT count(*) FROM candidates), (SELECT count(
 UNION ALL SELECT 'verdicts', (SELECT count(*) FROM verdicts), (SELECT count(*) FROM raw_verdicts)
 UNION ALL SELECT 'artifacts', (SELECT count(*) FROM artifacts), (SELECT count(*) FROM raw_artifacts)
 UNION ALL SELECT 'trajectories', (SELECT count(*) FROM trajectories), (SELECT count(*) FROM raw_trajectories)
+UNION ALL SELECT 'dedup', (SELECT count(*) FROM dedup), (SELECT count(*) FROM raw_dedup)
+UNION ALL SELECT 'exports', (SELECT count(*) FROM exports), (SELECT count(*) FROM raw_exports)
 UNION ALL SELECT 'runs', (SELECT count(*) FROM runs), (SELECT count(*) FROM raw_runs);
