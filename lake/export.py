@@ -7,10 +7,14 @@ generator uses (`generators.prompts`), so a training prompt is exactly what a mo
 
 Layout (Hugging Face): `<out>/<name>/data/<kind>/train-00000-of-0000N.parquet`, the same
 rows as `jsonl/<kind>.jsonl`, a `README.md` dataset card whose `configs:` make every kind a
-config of `datasets.load_dataset`, and `manifest.json` (settings, counts, shard hashes, lake
-versions, verifier versions, SQL hashes): what rebuilds the export. Everything is written
-into a hidden temp directory under `<out>` and renamed at the end, so a crash leaves no
-directory under the export's name.
+config of `datasets.load_dataset` (with a schema table per config, the provenance of the
+rows and `counts.png`, a chart of the counts), and `manifest.json` (settings, counts, shard
+hashes, lake versions, verifier versions, the gates the passes ran, SQL hashes, warnings):
+what rebuilds the export. Every config is in one of TRL's dataset formats (conversational
+language modeling, prompt-completion or preference): `tests/lake/test_export_trl.py`
+checks them with `trl.data_utils`. Everything is written into a hidden temp directory
+under `<out>` and renamed at the end, so a crash leaves no directory under the export's
+name.
 """
 
 from __future__ import annotations
@@ -45,7 +49,10 @@ from verifiers.domain import PerfMetric
 
 log = logging.getLogger(__name__)
 
-KINDS = ("sft_direct", "sft_repair", "sft_optimize", "dpo")
+KINDS = ("sft_direct", "sft_repair", "sft_repair_completion", "sft_optimize", "dpo")
+# kinds that are another form of one kind's rows: sampled with that kind's keys, so a
+# sized export holds the same rows in both forms
+SAMPLE_AS = {"sft_repair_completion": "sft_repair"}
 MIX_DIMENSIONS = ("domain", "level", "origin")
 ANY = "*"  # a mix key matching every value the dimension does not name
 
@@ -57,12 +64,18 @@ SQL_FILES = {
     "coverage": "export_dedup_coverage",
     "sft_direct": "export_sft_direct",
     "sft_repair": "export_sft_repair",
+    "sft_repair_completion": "export_sft_repair",
     "sft_optimize": "export_sft_optimize",
     "dpo": "export_dpo",
     "unproven": "unproven_passes",
+    "provenance": "export_provenance",
 }
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2  # 2: counts by level and origin, provenance, warnings
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# a Hugging Face license identifier (https://huggingface.co/docs/hub/repositories-licenses)
+_LICENSE = re.compile(r"[a-z0-9][a-z0-9.+-]*")
+_LICENSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+CHART = "counts.png"
 
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 MESSAGES = pa.list_(MESSAGE)
@@ -79,6 +92,15 @@ SCHEMAS: dict[str, pa.Schema] = {
     "sft_direct": pa.schema([("messages", MESSAGES), *_COMMON]),
     "sft_repair": pa.schema(
         [("messages", MESSAGES), *_COMMON, ("trajectory_id", pa.string()), ("rounds", pa.int64())]
+    ),
+    "sft_repair_completion": pa.schema(
+        [
+            ("prompt", MESSAGES),
+            ("completion", MESSAGES),
+            *_COMMON,
+            ("trajectory_id", pa.string()),
+            ("rounds", pa.int64()),
+        ]
     ),
     "sft_optimize": pa.schema(
         [
@@ -109,12 +131,107 @@ KIND_DOCS = {
     "sft_repair": "multi-turn repair. `messages`: system, user (task), then for each failed "
     "attempt an assistant turn with the code and a user turn with the verifier's status and "
     "tool output, ending with the assistant's verified fix.",
+    "sft_repair_completion": "the rows of `sft_repair` as prompt-completion: `prompt` is the "
+    "conversation up to and including the last tool feedback, `completion` the verified fix.",
     "sft_optimize": "working code + perf feedback -> better verified code. `messages`: "
     "system, user (task), assistant (a passing but worse solution), user (its measured "
     "performance and the ask), assistant (a passing solution better by the margin).",
     "dpo": "preference pairs (TRL conversational). `prompt`: system + user (task); "
     "`chosen`: a verified pass; `rejected`: a candidate of the same task that compiled but "
     "failed (wrong answer first) unless the settings allowed other failures.",
+}
+
+# (TRL dataset format, what a trainer's loss covers by default) per kind
+TRAINS_ON = {
+    "sft_direct": (
+        "conversational language modeling (`messages`)",
+        "SFTTrainer: the whole conversation by default; with `assistant_only_loss=True` the "
+        "one assistant turn, the verified answer.",
+    ),
+    "sft_repair": (
+        "conversational language modeling (`messages`)",
+        "SFTTrainer: the whole conversation by default; with `assistant_only_loss=True` "
+        "**every** assistant turn, the failed attempts included: it also teaches writing the "
+        "broken code. To train on the fix only, use `sft_repair_completion`.",
+    ),
+    "sft_repair_completion": (
+        "conversational prompt-completion (`prompt`, `completion`)",
+        "SFTTrainer: only the completion, the verified fix (`completion_only_loss` defaults "
+        "to on for prompt-completion data); the failed attempts and the feedback are context.",
+    ),
+    "sft_optimize": (
+        "conversational language modeling (`messages`)",
+        "SFTTrainer: the whole conversation by default; with `assistant_only_loss=True` both "
+        "assistant turns, the slower passing solution and the better one.",
+    ),
+    "dpo": (
+        "conversational preference, explicit prompt (`prompt`, `chosen`, `rejected`)",
+        "DPOTrainer: the preference of `chosen` over `rejected` given `prompt`.",
+    ),
+}
+
+# what each column holds; KIND_COLUMNS overrides a common column's meaning per kind
+COLUMN_DOCS = {
+    "messages": "the conversation: a list of {role, content} (system, user, assistant)",
+    "prompt": "the conversation the answer follows: a list of {role, content}",
+    "task_id": "the task's id in the lake (`tasks.task_id`)",
+    "task_name": "the task's catalog name",
+    "domain": "the task's domain (its verifier)",
+    "level": "the task's difficulty level",
+    "origin": "how the taught code was made (see How the rows were produced)",
+    "candidate_id": "the lake id of the code the row teaches (`candidates.candidate_id`)",
+    "source_verdict_ids": "the verdicts the row rests on (`verdicts.verdict_id`), in order",
+    "trajectory_id": "the repair chain (`trajectories.trajectory_id`)",
+    "rounds": "attempts in the chain, the fix included (failed attempts = rounds - 1)",
+    "baseline_id": "the passing but worse candidate the row starts from",
+    "metric": "the domain's perf metric the pair is compared on",
+    "baseline_value": "the metric of the worse candidate",
+    "value": "the metric of the better candidate (the answer)",
+    "chosen": "one assistant turn: a verified pass",
+    "rejected": "one assistant turn: a failure of the same task",
+    "chosen_id": "the lake id of the chosen candidate",
+    "rejected_id": "the lake id of the rejected candidate",
+    "rejected_status": "the rejected candidate's verdict status (e.g. wrong_answer)",
+    "completion": "one assistant turn: the verified answer",
+}
+KIND_COLUMNS = {
+    "sft_repair": {
+        "origin": "the final fix's origin",
+        "candidate_id": "the final fix's lake id",
+        "source_verdict_ids": "the failed attempts' verdicts, then the fix's passing verdict",
+    },
+    "sft_repair_completion": {
+        "prompt": "system, user (task), then per failed attempt the assistant's code and the "
+        "user turn with the verifier's status and tool output; ends with the last feedback",
+        "completion": "one assistant turn: the verified fix",
+        "origin": "the final fix's origin",
+        "candidate_id": "the final fix's lake id",
+        "source_verdict_ids": "the failed attempts' verdicts, then the fix's passing verdict",
+    },
+    "sft_optimize": {
+        "origin": "the better candidate's origin",
+        "candidate_id": "the better candidate's lake id",
+        "source_verdict_ids": "the worse candidate's verdict, then the better one's",
+    },
+    "dpo": {
+        "prompt": "system + user (the task), as the generator sends it",
+        "origin": "the **chosen** candidate's origin (the rejected one's is in the lake: "
+        "`candidates` where candidate_id = rejected_id)",
+        "candidate_id": "the chosen candidate's lake id (= chosen_id)",
+        "source_verdict_ids": "the chosen candidate's verdict, then the rejected one's",
+    },
+}
+
+# what each candidate origin means, for the card (verifiers.contract.ORIGINS)
+ORIGIN_DOCS = {
+    "reference": "the task's own reference solution (the catalog's)",
+    "rewrite": "a semantics-preserving rewrite of a reference by the offline generator",
+    "perturb": "a perturbation of a reference by the offline generator: a mutation that "
+    "makes a bug real models make; some are equivalent and pass",
+    "llm": "written by a model (the generator names it)",
+    "repair": "a fix of a failed candidate: offline, rebuilt from the nearest verified "
+    "variant one diff hunk per round; or written by a model from the tool's feedback",
+    "optimize": "a model's faster or smaller version of a passing candidate",
 }
 
 
@@ -136,6 +253,10 @@ class ExportSettings:
       id: the same lake and settings draw the same rows); all rows if fewer are eligible.
     Rows are written in the order of those keys, a seeded shuffle.
 
+    The card: `license` is a Hugging Face license id, or "other" with `license_name` and
+    `license_link` (refused without them); "" leaves it unset and the card says so.
+    `pretty_name` titles it (default: the domains it holds).
+
     Near duplicates: subjects are dedup keepers already. Repair rows are filtered again on
     their first failed attempt (see `filter_repair_near_duplicates`) at `near_dup_threshold`.
     """
@@ -152,7 +273,13 @@ class ExportSettings:
     # a pass whose equivalence with the reference stayed unknown taught only by its
     # testbench: left out by default (sql/unproven_passes.sql)
     require_proven: bool = True
-    license: str = "other"
+    # The card's license: a Hugging Face license id (apache-2.0, mit, cc-by-4.0, ...); ""
+    # says none was chosen; "other" needs `license_name` (a short id) and `license_link`
+    # (the URL or repository path of its text).
+    license: str = ""
+    license_name: str = ""
+    license_link: str = ""
+    pretty_name: str = ""  # default: from the domains and configs it holds
     name: str = ""  # default: export-<UTC timestamp>
     out: Path = Path("exports")
 
@@ -181,6 +308,9 @@ class ExportSettings:
                 f"export name {self.name!r}: letters, digits, '.', '_', '-', not starting "
                 "with a dot (it becomes a directory name)"
             )
+        _check_license(self.license, self.license_name, self.license_link)
+        if "\n" in self.pretty_name:
+            raise ValueError("pretty_name must be one line")
         object.__setattr__(self, "out", Path(self.out))
 
     def content(self) -> dict[str, Any]:
@@ -194,6 +324,38 @@ class ExportSettings:
             for dim, ws in sorted(self.mix.items())
         }
         return d
+
+
+def _check_license(license: str, name: str, link: str) -> None:
+    """The license fields as the Hub reads them; a bad combination says what to pass."""
+    if license and not _LICENSE.fullmatch(license):
+        raise ValueError(
+            f"license {license!r}: use a Hugging Face license id (lowercase, e.g. apache-2.0, "
+            "mit, cc-by-4.0), or 'other' with a license name and link"
+        )
+    if license == "other":
+        if not name or not link:
+            raise ValueError(
+                "license 'other' needs --license-name (a short id, e.g. my-license-1.0) and "
+                "--license-link (the URL or repository path of the license text)"
+            )
+        if not _LICENSE_NAME.fullmatch(name):
+            raise ValueError(
+                f"license name {name!r}: lowercase letters, digits, '.', '_', '-' (an id, "
+                "e.g. my-license-1.0)"
+            )
+        if any(c.isspace() for c in link):
+            raise ValueError(f"license link {link!r}: a URL or path, without spaces")
+    elif name or link:
+        given = "--license-name" if name else "--license-link"
+        raise ValueError(
+            f"{given} goes with --license other (a license the Hub has no id for); "
+            + (
+                f"license {license!r} is an id already: leave it out"
+                if license
+                else "pass --license other too, or a Hub license id instead"
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -228,12 +390,19 @@ def export(
     versions = lake.versions()
     read_versions = {t: versions[t] for t in READ_TABLES}
     built, stats = build_rows(con, settings)
+    provenance = export_provenance(con, built)
+    warnings = export_warnings(settings, built)
+    for line in warnings:
+        log.warning("export: %s", line)
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=out))
     try:
         files = _write_kinds(tmp, built, settings.shard_rows)
-        manifest = _manifest(name, created_at, settings, built, stats, files, read_versions)
+        manifest = _manifest(
+            name, created_at, settings, built, stats, files, read_versions, provenance, warnings
+        )
         _write_text(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        write_chart(manifest, tmp / CHART)
         _write_text(tmp / "README.md", dataset_card(manifest))
         if final.exists():
             raise ExportError(f"export {final} appeared while writing: pick another name")
@@ -273,10 +442,82 @@ def build_rows(
             n = len(rows)
             rows = [r for r in rows if not unproven.intersection(r.data["source_verdict_ids"])]
             kind_stats = {**kind_stats, "unproven_dropped": n - len(rows)}
-        built[kind] = sample(rows, kind, settings)
+        built[kind] = sample(rows, SAMPLE_AS.get(kind, kind), settings)
         stats[kind] = {**kind_stats, "eligible": len(rows), "exported": len(built[kind])}
         log.info("export: %s %d rows of %d eligible", kind, len(built[kind]), len(rows))
     return built, stats
+
+
+def export_warnings(
+    settings: ExportSettings, built: Mapping[str, Sequence[ExportRow]]
+) -> list[str]:
+    """What the user asked for and did not get: a size above what is eligible, empty kinds."""
+    out = []
+    for kind, rows in built.items():
+        if settings.size is not None and len(rows) < settings.size:
+            out.append(
+                f"{kind}: size {settings.size} asked, only {len(rows)} "
+                f"{'row' if len(rows) == 1 else 'rows'} eligible (after the mix): "
+                f"exported {len(rows)}"
+            )
+        elif not rows:
+            out.append(
+                f"{kind}: no eligible rows; written as one empty shard with the schema, "
+                "not declared as a config of the card (datasets cannot load an empty split)"
+            )
+    return out
+
+
+def export_provenance(
+    con: duckdb.DuckDBPyConnection, built: Mapping[str, Sequence[ExportRow]]
+) -> dict[str, Any]:
+    """Where the rows' code came from and what a pass means here.
+
+    `codes`: distinct candidates behind the rows per (origin, generator family, verdict
+    status); `gates`: per domain, the gate lists the rows' passing verdicts ran, with their
+    counts, and the domain's full list from its registry descriptor; `offline_only`: no code
+    was written by a model (the offline channel's origins, repairs by reconstruction).
+    """
+    from generators.perturb import PerturbChannel
+    from generators.perturb.repair import ReconstructRepair
+
+    ids = sorted({v for rows in built.values() for r in rows for v in r.data["source_verdict_ids"]})
+    found = db.rows(con, SQL_FILES["provenance"], verdict_ids=ids) if ids else []
+    codes: Counter[tuple[str, str, str]] = Counter()
+    seen: set[tuple[str, str]] = set()
+    gates: dict[str, Counter[tuple[str, ...]]] = defaultdict(Counter)
+    offline_only = True
+    for r in found:
+        family = (r["generator"] or "").split(":", 1)[0] or "-"
+        status = "pass" if r["status"] == "pass" else "fail"
+        if (r["candidate_id"], status) not in seen:
+            seen.add((r["candidate_id"], status))
+            codes[(r["origin"], family, status)] += 1
+        if status == "pass":
+            gates[r["domain"]][tuple(r["gates"])] += 1
+        offline = r["origin"] in PerturbChannel.origins or (
+            r["origin"] == "repair" and family == ReconstructRepair.name
+        )
+        offline_only = offline_only and offline
+    registry: dict[str, list[list[str]]] = {}
+    for d in sorted({r.data["domain"] for rows in built.values() for r in rows}):
+        try:
+            desc = domain_registry.get(d)
+        except domain_registry.UnknownDomain:
+            continue
+        registry[d] = [["format", desc.stage_of("format")], *([g, st] for g, st in desc.gates)]
+    return {
+        "codes": [
+            {"origin": o, "generator": g, "status": st, "candidates": n}
+            for (o, g, st), n in sorted(codes.items())
+        ],
+        "gates": {
+            d: [{"gates": list(gs), "verdicts": n} for gs, n in sorted(c.items())]
+            for d, c in sorted(gates.items())
+        },
+        "registry_gates": registry,
+        "offline_only": bool(found) and offline_only,
+    }
 
 
 def _record(
@@ -393,6 +634,23 @@ def build_sft_repair(
         firsts.append(failed[0]["code"])
     kept = filter_repair_near_duplicates(rows, firsts, settings.near_dup_threshold)
     return kept, {"near_duplicates_dropped": len(rows) - len(kept)}
+
+
+def build_sft_repair_completion(
+    con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
+) -> tuple[list[ExportRow], dict[str, int]]:
+    """The repair rows as prompt-completion: the conversation up to and including the last
+    tool feedback is the prompt, the verified fix the completion (TRL's loss then covers
+    the fix only, not the failed attempts)."""
+    rows, stats = build_sft_repair(con, tasks, settings)
+    out = []
+    for row in rows:
+        data = dict(row.data)
+        *prompt, fix = data.pop("messages")
+        out.append(
+            ExportRow(row.key, {"prompt": prompt, "completion": [fix], **data}, row.verifier)
+        )
+    return out, stats
 
 
 def filter_repair_near_duplicates(
@@ -582,6 +840,7 @@ def build_dpo(
 BUILDERS = {
     "sft_direct": build_sft_direct,
     "sft_repair": build_sft_repair,
+    "sft_repair_completion": build_sft_repair_completion,
     "sft_optimize": build_sft_optimize,
     "dpo": build_dpo,
 }
@@ -640,7 +899,13 @@ def _write_kinds(
         data_dir.mkdir(parents=True)
         for i in range(count):
             rel = f"data/{kind}/{shard_name(i, count)}"
-            pq.write_table(table.slice(i * shard_rows, shard_rows), root / rel)
+            if rows:
+                pq.write_table(table.slice(i * shard_rows, shard_rows), root / rel)
+            else:
+                # No row group at all: a row group of 0 rows makes readers that batch by
+                # row group size (datasets' Parquet builder) fail with "BatchSize must be
+                # greater than 0"; the footer still carries the schema.
+                pq.ParquetWriter(root / rel, SCHEMAS[kind]).close()
             files.append(_file_entry(root, rel, kind, min(shard_rows, len(rows) - i * shard_rows)))
         rel = f"jsonl/{kind}.jsonl"
         (root / "jsonl").mkdir(exist_ok=True)
@@ -676,17 +941,25 @@ def _manifest(
     stats: Mapping[str, Mapping[str, int]],
     files: list[dict[str, Any]],
     versions: Mapping[str, int],
+    provenance: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
-    by_domain: dict[str, dict[str, int]] = {}
+    by: dict[str, dict[str, dict[str, int]]] = {d: {} for d in MIX_DIMENSIONS}
     verifiers: Counter[tuple[str, str, str, str]] = Counter()
     for kind, rows in built.items():
-        by_domain[kind] = dict(sorted(Counter(r.data["domain"] for r in rows).items()))
+        for dim in MIX_DIMENSIONS:
+            counted = Counter(str(r.data[dim]) for r in rows)
+            by[dim][kind] = dict(sorted(counted.items(), key=lambda kv: _sort_key(kv[0])))
         verifiers.update(r.verifier for r in rows)
     content = {
         "format": MANIFEST_FORMAT,
         "settings": settings.content(),
         "counts": {kind: len(rows) for kind, rows in built.items()},
-        "counts_by_domain": by_domain,
+        "counts_by_domain": by["domain"],
+        "counts_by_level": by["level"],
+        "counts_by_origin": by["origin"],
+        "provenance": dict(provenance or {}),
+        "warnings": list(warnings),
         "stats": {kind: dict(s) for kind, s in stats.items()},
         "files": files,
         "lake_versions": dict(versions),
@@ -710,8 +983,12 @@ def _manifest(
     return {"name": name, "export_id": export_id, "created_at": created_at, **content}
 
 
+def _sort_key(value: str) -> tuple[int, int, str]:
+    return (0, int(value), "") if value.isdigit() else (1, 0, value)
+
+
 def _sql_used(kinds: Iterable[str]) -> set[str]:
-    base = {SQL_FILES["tasks"], SQL_FILES["coverage"], SQL_FILES["unproven"]}
+    base = {SQL_FILES[k] for k in ("tasks", "coverage", "unproven", "provenance")}
     return {*base, *(SQL_FILES[k] for k in kinds)}
 
 
@@ -757,16 +1034,176 @@ def _proof_lines(settings: Mapping[str, Any], manifest: Mapping[str, Any]) -> li
     ]
 
 
+def _type_name(t: pa.DataType) -> str:
+    if t == MESSAGES:
+        return "list of {role, content}"
+    if pa.types.is_list(t):
+        return f"list of {_type_name(t.value_type)}"
+    return {"large_string": "string", "double": "float64"}.get(str(t), str(t))
+
+
+def pretty_name(manifest: Mapping[str, Any]) -> str:
+    """The card's title: the settings' pretty_name, else what it holds (never a time)."""
+    given = manifest["settings"].get("pretty_name", "")
+    if given:
+        return given
+    domains = sorted({d for by in manifest["counts_by_domain"].values() for d in by})
+    held = ", ".join(domains) if domains else "no rows"
+    return f"Crucible execution-verified code ({held}): SFT and DPO"
+
+
+def _license_lines(settings: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(front matter lines, card lines) for the license."""
+    lic = settings.get("license", "")
+    if not lic:
+        return [], [
+            "**No license was chosen for this export.** Choose one before publishing it: "
+            "`crucible export --license <Hub license id>` (or `--license other "
+            "--license-name <id> --license-link <url>`). The task prompts and reference "
+            "solutions come from the task catalog; check its sources' terms.",
+        ]
+    front = [f"license: {_yaml_str(lic)}"]
+    if lic == "other":
+        front += [
+            f"license_name: {_yaml_str(settings['license_name'])}",
+            f"license_link: {_yaml_str(settings['license_link'])}",
+        ]
+        text = f"`{settings['license_name']}`: {settings['license_link']}"
+    else:
+        text = f"`{lic}` (the Hub's license id)"
+    return front, [f"License: {text}."]
+
+
+def _count_table(by: Mapping[str, Mapping[str, int]], kinds: Sequence[str], dim: str) -> list[str]:
+    values = sorted({v for k in kinds for v in by.get(k, {})}, key=_sort_key)
+    if not values:
+        return [f"No rows, so no {dim}s."]
+    lines = [f"| config | {' | '.join(values)} |", "|---|" + "---:|" * len(values)]
+    for kind in kinds:
+        lines.append(
+            f"| {kind} | " + " | ".join(str(by.get(kind, {}).get(v, 0)) for v in values) + " |"
+        )
+    return lines
+
+
+def _provenance_lines(manifest: Mapping[str, Any]) -> list[str]:
+    prov = manifest.get("provenance") or {}
+    codes = prov.get("codes", [])
+    if not codes:
+        return ["No rows, so no code to account for."]
+    lines = []
+    if prov.get("offline_only"):
+        lines += [
+            "**No code here was written by a model.** The generator was Crucible's offline "
+            "channel: every code is a task's reference, a semantics-preserving rewrite of it, "
+            "a perturbation of it (mutations that make the bugs models make; the failed "
+            "attempts and the rejected answers are these), or an offline repair rebuilt from "
+            "the nearest verified variant. The prompts are the ones a model would be sent.",
+            "",
+        ]
+    else:
+        lines += [
+            "Not every code here comes from Crucible's offline channel (origin `llm`, or a "
+            "generator other than the offline channel's: possibly a model); the generator "
+            "column below names each one's.",
+            "",
+        ]
+    lines += [
+        "Distinct candidates behind the rows, by origin and generator (the part of "
+        "`candidates.generator` before `:`, e.g. the operator family):",
+        "",
+        "| origin | generator | verdict | candidates | origin means |",
+        "|---|---|---|---:|---|",
+    ]
+    for c in codes:
+        lines.append(
+            f"| {c['origin']} | {c['generator']} | {c['status']} | {c['candidates']} | "
+            f"{ORIGIN_DOCS.get(c['origin'], '')} |"
+        )
+    return lines
+
+
+def _gate_lines(manifest: Mapping[str, Any]) -> list[str]:
+    prov = manifest.get("provenance") or {}
+    registry = prov.get("registry_gates", {})
+    ran = prov.get("gates", {})
+    if not registry:
+        return ["No rows, so no verdicts."]
+    lines = [
+        "A code is *verified* when its verdict's status is `pass`: every gate that ran let it "
+        "through, in order, stopping at the first failure. The gates each domain's verifier "
+        "has (its registry descriptor), with their stage:",
+        "",
+    ]
+    for d, gates in sorted(registry.items()):
+        lines.append(f"- {d}: " + ", ".join(f"`{g}` ({st})" for g, st in gates))
+    lines += [
+        "",
+        "The gates the rows' passing verdicts ran (a verdict made with `--gates` or `--fast` "
+        "ran fewer, and passed only those):",
+        "",
+        "| domain | gates run, in order | passing verdicts | all of the domain's gates |",
+        "|---|---|---:|---|",
+    ]
+    for d, entries in sorted(ran.items()):
+        full = [g for g, _ in registry.get(d, [])]
+        for e in entries:
+            complete = (
+                "yes"
+                if set(full) <= set(e["gates"])
+                else ("no: not run: " + ", ".join(g for g in full if g not in e["gates"]))
+            )
+            lines.append(f"| {d} | {', '.join(e['gates'])} | {e['verdicts']} | {complete} |")
+    if "dpo" in manifest["counts"]:
+        lines += [
+            "",
+            "DPO's `rejected` answers failed: "
+            + (
+                "any failure but an infrastructure error, those that compiled first "
+                "(`dpo_other_failures`)."
+                if manifest["settings"].get("dpo_other_failures")
+                else "only failures whose `build`-stage gates all passed (they compiled)."
+            ),
+        ]
+    return lines
+
+
+def _schema_lines(kinds: Sequence[str]) -> list[str]:
+    lines: list[str] = []
+    for kind in kinds:
+        docs = {**COLUMN_DOCS, **KIND_COLUMNS.get(kind, {})}
+        lines += [f"### `{kind}`", "", "| column | type | meaning |", "|---|---|---|"]
+        for f in SCHEMAS[kind]:
+            lines.append(f"| `{f.name}` | {_type_name(f.type)} | {docs.get(f.name, '')} |")
+        lines.append("")
+    return lines
+
+
+def _empty_lines(empty: Sequence[str]) -> list[str]:
+    if not empty:
+        return []
+    names = ", ".join(f"`{k}`" for k in empty)
+    return [
+        "",
+        f"No rows this time: {names}. Such a kind is written as one Parquet file with its "
+        "schema and no row group (`data/<kind>/`), but not declared as a config: `datasets` "
+        '(up to 5.2 at least) refuses to load a split of 0 rows (`Instruction "train" '
+        "corresponds to no data`, huggingface/datasets#8401), so every declared config loads.",
+    ]
+
+
 def dataset_card(manifest: Mapping[str, Any]) -> str:
     """README.md: YAML front matter (license, categories, one config per kind) + the card."""
     kinds = list(manifest["counts"])
     domains = sorted({d for by in manifest["counts_by_domain"].values() for d in by})
     total = sum(manifest["counts"].values())
     settings = manifest["settings"]
+    title = pretty_name(manifest)
+    license_front, license_body = _license_lines(settings)
     front = [
         "---",
-        f"pretty_name: {_yaml_str('Crucible ' + manifest['name'])}",
-        f"license: {_yaml_str(settings['license'])}",
+        f"pretty_name: {_yaml_str(title)}",
+        *license_front,
         "language:",
         "- en",
         "task_categories:",
@@ -774,12 +1211,17 @@ def dataset_card(manifest: Mapping[str, Any]) -> str:
         "tags:",
         "- code",
         "- execution-verified",
+        "- trl",
         *(f"- {_yaml_str(d)}" for d in domains),
         "size_categories:",
         f"- {_yaml_str(_size_category(total))}",
         "configs:",
     ]
-    for kind in kinds:
+    # datasets (up to 5.2 at least) cannot load a split of 0 rows (`Instruction "train"
+    # corresponds to no data`, huggingface/datasets#8401): an empty kind is not declared,
+    # so every config a user lists with get_dataset_config_names loads
+    loadable = [k for k in kinds if manifest["counts"][k]]
+    for kind in loadable:
         front += [
             f"- config_name: {kind}",
             "  data_files:",
@@ -789,24 +1231,37 @@ def dataset_card(manifest: Mapping[str, Any]) -> str:
     front.append("---")
 
     body = [
-        f"# Crucible export `{manifest['name']}`",
+        f"# {title}",
         "",
         "Execution-verified training data for industrial code, exported from a Crucible lake "
-        f"on {manifest['created_at']} (export id `{manifest['export_id']}`). Every code "
-        "answer a row teaches passed the domain's verifier; only dedup keepers of train "
-        "tasks are subjects, never holdout tasks, contaminated candidates, or candidates "
-        "judged only by an infrastructure error.",
+        f"as `{manifest['name']}` on {manifest['created_at']} (export id "
+        f"`{manifest['export_id']}`). Every code answer a row teaches passed the domain's "
+        "verifier; only dedup keepers of train tasks are subjects, never holdout tasks, "
+        "contaminated candidates, or candidates judged only by an infrastructure error.",
         "",
-        "## Configs",
+        f"![Rows per config by domain, level and origin]({CHART})",
         "",
+        "## Configs: what each trains on",
+        "",
+        "| config | rows | TRL format | what the loss covers |",
+        "|---|---:|---|---|",
     ]
-    body += [f"- `{kind}`: {KIND_DOCS[kind]}" for kind in kinds]
-    body += ["", "## Rows", "", "| kind | " + " | ".join(domains) + " | total |"]
+    for kind in kinds:
+        fmt, loss = TRAINS_ON[kind]
+        body.append(f"| `{kind}` | {manifest['counts'][kind]} | {fmt} | {loss} |")
+    body += ["", *(f"- `{kind}`: {KIND_DOCS[kind]}" for kind in kinds), ""]
+    body += ["## How the rows were produced", "", *_provenance_lines(manifest), ""]
+    body += ["## What verified means", "", *_gate_lines(manifest), ""]
+    body += ["## Proven or tested", "", *_proof_lines(settings, manifest), ""]
+    body += ["## Schema", "", *_schema_lines(kinds)]
+    body += ["## Rows", "", "| kind | " + " | ".join(domains) + " | total |"]
     body.append("|---|" + "---:|" * (len(domains) + 1))
     for kind in kinds:
         by = manifest["counts_by_domain"][kind]
         cells = [str(by.get(d, 0)) for d in domains]
         body.append(f"| {kind} | " + " | ".join(cells) + f" | {manifest['counts'][kind]} |")
+    for dim in ("level", "origin"):
+        body += ["", f"By {dim}:", "", *_count_table(manifest[f"counts_by_{dim}"], kinds, dim)]
     body += [
         "",
         "## Mix and sampling",
@@ -815,10 +1270,10 @@ def dataset_card(manifest: Mapping[str, Any]) -> str:
         f"size per kind: {settings['size'] if settings['size'] is not None else 'all'}; "
         f"seed: {settings['seed']}. A row's weight is the product of its factors; weight 0 "
         "drops it; with a size, rows are drawn without replacement proportionally to weight.",
-        "",
-        "## Proven or tested",
-        "",
-        *_proof_lines(settings, manifest),
+    ]
+    if manifest.get("warnings"):
+        body += ["", "Warnings:", "", *(f"- {w}" for w in manifest["warnings"])]
+    body += [
         "",
         "## Verification",
         "",
@@ -828,20 +1283,59 @@ def dataset_card(manifest: Mapping[str, Any]) -> str:
     for v in manifest["verifiers"]:
         tools = ", ".join(f"{k} {val}" for k, val in sorted(v["toolchain"].items())) or "-"
         body.append(f"| {v['domain']} | {v['verifier']} | {v['version']} | {tools} | {v['rows']} |")
+    lake = ", ".join(f"{t} v{n}" for t, n in sorted(manifest["lake_versions"].items()))
     body += [
         "",
-        "`manifest.json` holds the settings, the lake table versions read, the SQL that "
-        "selected the rows (with hashes) and the sha256 of every data file.",
+        f"Lake table versions read (Delta): {lake}. `manifest.json` holds the settings, these "
+        "versions, the SQL that selected the rows (with hashes) and the sha256 of every data "
+        "file.",
+        "",
+        "## License",
+        "",
+        *license_body,
         "",
         "## Loading",
         "",
         "```python",
         "from datasets import load_dataset",
         "",
-        f'ds = load_dataset("path/to/{manifest["name"]}", "{kinds[0]}", split="train")',
+        f'ds = load_dataset("path/to/{manifest["name"]}", "{(loadable or kinds)[0]}", '
+        'split="train")',
         "```",
         "",
         "The same rows are in `jsonl/<kind>.jsonl`.",
+        *_empty_lines([k for k in kinds if k not in loadable]),
         "",
     ]
     return "\n".join(front) + "\n\n" + "\n".join(body)
+
+
+def write_chart(manifest: Mapping[str, Any], path: Path) -> None:
+    """counts.png: rows per config, by domain, by level and by origin (bars, Agg backend;
+    no pyplot, so no global backend is set for the process)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    kinds = list(manifest["counts"])
+    fig = Figure(figsize=(13, 4.2), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(MIX_DIMENSIONS))
+    width = 0.8 / max(1, len(kinds))
+    for ax, dim in zip(axes, MIX_DIMENSIONS, strict=True):
+        by = manifest[f"counts_by_{dim}"]
+        values = sorted({v for k in kinds for v in by.get(k, {})}, key=_sort_key)
+        for i, kind in enumerate(kinds):
+            xs = [j + (i - (len(kinds) - 1) / 2) * width for j in range(len(values))]
+            ax.bar(xs, [by.get(kind, {}).get(v, 0) for v in values], width, label=kind)
+        ax.set_xticks(range(len(values)), values)
+        ax.set_title(f"rows by {dim}")
+        ax.set_xlabel(dim)
+        ax.set_ylabel("rows")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if not values:
+            ax.text(0.5, 0.5, "no rows", ha="center", va="center", transform=ax.transAxes)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(kinds))
+    total = sum(manifest["counts"].values())
+    fig.suptitle(f"{pretty_name(manifest)}: {total} rows in {len(kinds)} configs")
+    fig.savefig(path, format="png", metadata={"Software": None})

@@ -132,9 +132,11 @@ def checks(status: str) -> tuple[Check, ...]:
     return (_check("compile", True, 0.1), _check("simulate", False, 0.2, status))
 
 
-def build(root: Path, *, hand_dedup: bool = True) -> Scenario:
+def build(root: Path, *, hand_dedup: bool = True, offline_labels: bool = False) -> Scenario:
     """The scenario's lake; `hand_dedup=False` leaves the dedup table empty (for a test
-    that runs the real dedup pass)."""
+    that runs the real dedup pass); `offline_labels` names the generators the way the
+    offline channel does (`catalog:reference`, `rewrite:...`, `perturb:...`, repairs by
+    reconstruction) instead of `test:<origin>`."""
     lake = Lake(root)
     tasks = catalog_tasks()
     s = Scenario(lake, tasks)
@@ -150,7 +152,7 @@ def build(root: Path, *, hand_dedup: bool = True) -> Scenario:
                 task_id=task.task_id,
                 code=code,
                 origin=origin,
-                generator=f"test:{origin}",
+                generator=_generator(origin, offline_labels),
                 parent_id=s.ids.get(parent),
                 created_at=T0,
             )
@@ -318,6 +320,17 @@ def build(root: Path, *, hand_dedup: bool = True) -> Scenario:
             if s.status[label] != "compile_error":
                 s.compiled_failures.add(cid)
     return s
+
+
+def _generator(origin: str, offline: bool) -> str:
+    if not offline or origin == "llm":
+        return f"test:{origin}"
+    from generators.perturb.repair import ReconstructRepair
+
+    return {
+        "reference": "catalog:reference",
+        "repair": f"{ReconstructRepair.name}:fixture",
+    }.get(origin, f"{origin}:fixture")
 
 
 def _hand_dedup(w: BatchWriter, s: Scenario) -> None:

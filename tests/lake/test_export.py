@@ -22,6 +22,7 @@ from lake import db
 from lake.export import (
     KINDS,
     READ_TABLES,
+    SQL_FILES,
     ExportError,
     ExportResult,
     ExportRow,
@@ -78,7 +79,7 @@ def all_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def texts(row: dict[str, Any]) -> list[str]:
-    msgs = [*row.get("messages", []), *row.get("prompt", [])]
+    msgs = [*row.get("messages", []), *row.get("prompt", []), *row.get("completion", [])]
     msgs += [*row.get("chosen", []), *row.get("rejected", [])]
     return [m["content"] for m in msgs]
 
@@ -111,6 +112,7 @@ def test_layout_is_hugging_face_parquet_shards_and_jsonl(scenario: Scenario, tmp
     assert result.path == tmp_path / "ex"
     assert sorted(p.name for p in result.path.iterdir()) == [
         "README.md",
+        "counts.png",
         "data",
         "jsonl",
         "manifest.json",
@@ -204,7 +206,7 @@ def test_only_train_keepers_are_subjects_and_nothing_ineligible_appears(
         assert {kind for kind, _ in seen} == set(KINDS)
         for kind, row in seen:
             assert row["task_id"] not in holdout
-            if kind == "sft_repair":
+            if kind in ("sft_repair", "sft_repair_completion"):
                 # a repair's fix may be a non-keeper (chains converge on one verified
                 # variant); it must pass and not be contaminated
                 assert scenario.label(row["candidate_id"]) in ("alu_fix", "adder_ref",
@@ -545,7 +547,7 @@ def test_manifest_hashes_versions_and_sql(scenario: Scenario, tmp_path: Path):
     assert manifest["lake_versions"] == {t: versions[t] for t in READ_TABLES}
     for name, digest in manifest["sql"].items():
         assert digest == sha256(db.SQL_DIR / name)
-    assert set(manifest["sql"]) >= {f"export_{k}.sql" for k in KINDS}
+    assert set(manifest["sql"]) >= {f"{SQL_FILES[k]}.sql" for k in KINDS}
     assert manifest["counts"] == result.counts
     assert sum(manifest["counts_by_domain"]["sft_direct"].values()) == result.counts["sft_direct"]
     (v,) = manifest["verifiers"]
@@ -564,7 +566,7 @@ def test_dataset_card_declares_one_config_per_kind(scenario: Scenario, tmp_path:
     result = run_export(scenario, tmp_path, shard_rows=2)
     card = (result.path / "README.md").read_text()
     meta = front_matter(card)
-    assert meta["license"] == "other"
+    assert "license" not in meta  # none chosen: the card says so (test_export_card.py)
     assert meta["task_categories"] == ["text-generation"]
     assert [c["config_name"] for c in meta["configs"]] == list(KINDS)
     for config in meta["configs"]:
