@@ -11,10 +11,14 @@ import hashlib
 import struct
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from verifiers.cad import geometry as geo
+
+if TYPE_CHECKING:
+    from verifiers.cad.render import Caption
 
 # mesh deflection for the surface distances and the picture, a fraction of the diagonal
 DEFLECTION = 1e-3
@@ -159,7 +163,7 @@ def judge(job: dict, brep: str, ref: Reference | None, art_dir: Path | None) -> 
                     f"({m['chamfer_rel']:.3%}, allowed {job['chamfer_pass']:.2%}); {where}"
                 )
     if art_dir is not None:
-        out["artifacts"] = artifacts(shape, cand, ref_f, art_dir, mode)
+        out["artifacts"] = artifacts(shape, cand, ref_f, art_dir, mode, caption(out, job))
         step("artifacts")
     return out
 
@@ -186,9 +190,56 @@ def diagnose(out: dict, cand: Frame, ref: Frame, euler: dict | None, iou_pass: f
     out["metrics"]["orientation_tried"] = tried
 
 
-def artifacts(shape, cand: Frame | None, ref: Frame | None, art_dir: Path, mode: str) -> dict:
-    """The picture (candidate beside reference), STEP and STL of the candidate."""
-    from verifiers.cad.render import render_pair
+def caption(out: dict, job: dict) -> Caption:
+    """What the picture says (`render.Caption`): the verdict and the IoU, then the diagnosis:
+    the transform that would make it match (the orientation search's finding), or that none
+    does, or the failing gate's own detail; for a pass, the surface distances."""
+    from verifiers.cad.render import Caption
+
+    m = out.get("metrics", {})
+    failed, code = out.get("failed"), out.get("code")
+    iou = m.get("iou")
+    frame = " (normalized frame)" if job.get("mode") == "normalized" else ""
+    score = f"IoU {iou:.6f}{frame}" if isinstance(iou, int | float) else "IoU not measured"
+    if "iou_pass" in job and isinstance(iou, int | float):
+        score += f" (pass >= {job['iou_pass']:g})"
+    verdict = "PASS" if failed is None else f"FAIL at {failed}: {code}"
+    if failed is None and "reference" not in m:
+        verdict = "NOT COMPARED (no reference)"
+    detail = out.get("detail", "")
+    if out.get("diagnosis"):
+        diagnosis = f"diagnosis: {out['diagnosis']}"
+    elif failed == "iou" and code == "geometry_mismatch":
+        tried = m.get("orientation_tried", 0)
+        why = f"{tried} tried" if tried else "its volume or inertia rules them all out"
+        diagnosis = (
+            f"diagnosis: {detail}; no rotation by 90° steps, mirror, Euler order or shift "
+            f"makes it match ({why}): the shape itself differs"
+        )
+    elif failed is not None:
+        diagnosis = f"diagnosis: {detail}"
+    elif "chamfer" in m:
+        diagnosis = (
+            f"matches the reference: Chamfer {m['chamfer']:.4g} mm, largest surface deviation "
+            f"{m['surface_max']:.4g} mm"
+        )
+    else:
+        diagnosis = ""
+    ok = None if verdict.startswith("NOT") else failed is None
+    return Caption(f"{verdict}   {score}", diagnosis, ok)
+
+
+def artifacts(
+    shape,
+    cand: Frame | None,
+    ref: Frame | None,
+    art_dir: Path,
+    mode: str,
+    caption: Caption | None = None,
+) -> dict:
+    """The picture (candidate over reference: three views and an isometric one, under
+    `caption`), STEP and STL of the candidate."""
+    from verifiers.cad.render import render_views
 
     paths = {}
     if cand is None:  # an invalid solid still gets a picture
@@ -210,7 +261,7 @@ def artifacts(shape, cand: Frame | None, ref: Frame | None, art_dir: Path, mode:
         rs = ref.surface(DEFLECTION * ref.props.diagonal)
         right = (rs.verts, rs.tris)
     png = art_dir / "picture.png"
-    png.write_bytes(render_pair(left, right))
+    png.write_bytes(render_views(left, right, caption).png)
     paths["picture"] = str(png)
     if len(tris):
         stl = art_dir / "candidate.stl"

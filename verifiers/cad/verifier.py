@@ -37,8 +37,9 @@ The trust boundary (`verifiers/cad/server.py` says how each side keeps it):
   a reference that does not build. A build server lost twice on one script (a script can
   kill its own server: same uid) is the script's `script_crash`.
 
-Every candidate that built a shape gets a picture (candidate beside reference), STEP and
-STL as artifacts.
+Every candidate that built a shape gets a picture (candidate over reference in three views
+and an isometric one, with the verdict, IoU, diagnosis and a legend: `judge.caption`,
+`render.render_views`), STEP and STL as artifacts.
 """
 
 from __future__ import annotations
