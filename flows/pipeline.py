@@ -4,8 +4,10 @@ of them in order).
 Prefect sees stages, not candidates: a Prefect task costs ~10-150 ms, more than verifying
 a small design, so each stage is one Prefect task that hands batches to Ray actors. Every
 flow run records a row in the lake's `runs` table (its Prefect flow-run id is the run id,
-so lake rows and the Prefect UI point at each other) and publishes artifacts: pass rates
-per domain and level, the error taxonomy, and the export manifest.
+so lake rows and the Prefect UI point at each other) and publishes artifacts: this run's
+counts, the pass rates and failure taxonomy of the verdicts it wrote (tables and charts),
+the same over the whole lake (labelled lake-wide), and the export manifest. Crucible's log
+records go to the flow run's Logs tab (`flows.logs`).
 """
 
 # No `from __future__ import annotations` here: Prefect builds a pydantic model of each
@@ -23,7 +25,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows import stages
+from flows import logs, stages
 from flows.stages import PipelineSettings, StageContext
 from lake.schema import Run
 from lake.store import LakeFull
@@ -109,6 +111,7 @@ def _run(
     name: str, settings: PipelineSettings, body: Callable[[StageContext], Any]
 ) -> dict[str, Any]:
     """Run `body` in a stage context, record the run row, publish the artifacts."""
+    logs.to_prefect()  # also in a deployment's own process, which skips the CLI
     run_id = _flow_run_id()
     started_at = utc_now()
     t0 = time.perf_counter()
@@ -122,7 +125,7 @@ def _run(
             raise
         finally:
             _record_run(ctx, name, settings, started_at, t0, versions_read, error)
-        reports = stages.report(ctx.con)
+        reports = stages.report(ctx.con, run_id)
         _publish(name, ctx, reports)
     return {
         "run_id": run_id,
@@ -172,23 +175,46 @@ def _record_run(
 
 
 def _publish(name: str, ctx: StageContext, reports: dict[str, list[dict[str, Any]]]) -> None:
-    """Artifacts for the Prefect UI: what this run did and where the lake stands."""
-    create_table_artifact(
-        key="pass-rates",
-        table=_jsonable(reports["pass_rates_by_level"]),
-        description=f"Pass rate per domain and level after this {name} run "
-        "(sql/pass_rates_by_level.sql; latest verdict per candidate).",
-    )
-    create_table_artifact(
-        key="error-taxonomy",
-        table=_jsonable(reports["taxonomy"]),
-        description="Failures by status, category and code (sql/error_taxonomy.sql).",
-    )
-    counts = "\n".join(f"| {k} | {v} |" for k, v in sorted(ctx.counts.items()))
+    """Artifacts for the Prefect UI: what this run did (its counts, and the pass rates and
+    failures of the verdicts it wrote, with a chart of each), then where the whole lake
+    stands; each says which it is in its key, title and description."""
+    run = ctx.run_id
+    counts = "\n".join(f"| {k} | {v} |" for k, v in _flat_counts(ctx.counts))
     create_markdown_artifact(
         key="run-counts",
-        markdown=f"# {name} run `{ctx.run_id}`\n\n| count | value |\n|---|---|\n{counts}\n",
-        description="What this run read, made and wrote.",
+        markdown=f"# This {name} run `{run}`\n\n| count | value |\n|---|---|\n{counts}\n",
+        description=f"This {name} run: what it read, made and wrote.",
+    )
+    create_table_artifact(
+        key="run-pass-rates",
+        table=_cells(reports["run_pass_rates"]),
+        description=f"This {name} run: pass rate per domain, level and origin of the "
+        "verdicts it wrote (sql/report_pass_rates.sql; infra_error out of the denominator).",
+    )
+    create_table_artifact(
+        key="run-taxonomy",
+        table=_cells(reports["run_taxonomy"]),
+        description=f"This {name} run: the failing verdicts it wrote, by status, category "
+        "and code (sql/report_taxonomy.sql).",
+    )
+    charts = _charts(reports["run_pass_rates"], reports["run_taxonomy"])
+    if charts:
+        create_markdown_artifact(
+            key="run-charts",
+            markdown=f"# This {name} run `{run}`\n\n{charts}\n",
+            description=f"This {name} run: its pass rates and failure taxonomy as charts.",
+        )
+    create_table_artifact(
+        key="lake-pass-rates",
+        table=_cells(reports["pass_rates_by_level"]),
+        description="Lake-wide (every run so far): pass rate per domain and level, latest "
+        "verdict per candidate (sql/pass_rates_by_level.sql).",
+    )
+    create_table_artifact(
+        key="lake-taxonomy",
+        table=_cells(reports["taxonomy"]),
+        description="Lake-wide (every run so far): failures by status, category and code, "
+        "latest verdict per candidate (sql/error_taxonomy.sql).",
     )
     manifest = ctx.export_manifest
     if manifest is not None:
@@ -200,5 +226,89 @@ def _publish(name: str, ctx: StageContext, reports: dict[str, list[dict[str, Any
         )
 
 
-def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return json.loads(json.dumps(rows, default=str))
+def _rounded(v: Any) -> Any:
+    return round(v, 3) if isinstance(v, float) else v
+
+
+def _flat_counts(counts: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """A run's counts as (key, value) rows: nested dicts (a generator's stats) flattened
+    to dotted keys, floats to 3 places."""
+    out: list[tuple[str, Any]] = []
+    for k, v in sorted(counts.items()):
+        if isinstance(v, dict):
+            out += _flat_counts(v, f"{prefix}{k}.")
+        else:
+            out.append((f"{prefix}{k}", _rounded(v)))
+    return out
+
+
+ID_CHARS = 12  # ids in a table cell: enough for `crucible show`, short enough to read
+
+
+def _cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as a table artifact shows them: floats to 3 places, ids shortened, anything
+    nested as compact JSON (never a Python repr that overflows its cell)."""
+    out = []
+    for r in rows:
+        row: dict[str, Any] = {}
+        for k, v in r.items():
+            if isinstance(v, float):
+                v = round(v, 3)
+            elif isinstance(v, dict | list | tuple):
+                v = json.dumps(v, default=str, separators=(",", ":"))
+            elif k.endswith("_id") and isinstance(v, str):
+                v = v[:ID_CHARS]
+            elif v is not None and not isinstance(v, int | str | bool):
+                v = str(v)
+            row[k] = v
+        out.append(row)
+    return out
+
+
+def _charts(pass_rates: list[dict[str, Any]], taxonomy: list[dict[str, Any]]) -> str:
+    """Markdown with two PNG charts (pass rate per domain/level/origin, failures per
+    taxonomy code) as data: URIs; empty when there is nothing to draw or no matplotlib."""
+    try:  # the Figure API, not pyplot: no process-wide backend is chosen here
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:  # charts are a nicety: the tables carry the same numbers
+        log.info("matplotlib is not installed: run artifacts come without charts")
+        return ""
+    parts = []
+    rated = [r for r in pass_rates if r.get("pass_rate") is not None]
+    if rated:
+        labels = [f"{r['domain']} L{r['level']} {r['origin']}" for r in rated]
+        values = [float(r["pass_rate"]) for r in rated]
+        fig = Figure(figsize=(7, 0.4 * len(rated) + 1.2), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
+        ax.barh(labels[::-1], values[::-1], color="#2a9d8f")
+        for y, (v, r) in enumerate(zip(values[::-1], rated[::-1], strict=True)):
+            ax.text(min(v, 0.82) + 0.01, y, f"{v:.3f} ({r['passed']}/{r['judged']})", va="center")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("pass rate (infra_error excluded)")
+        ax.set_title("Pass rate of the verdicts this run wrote")
+        parts.append(_png_markdown(fig, "pass rates of this run"))
+    if taxonomy:
+        labels = [f"{r['status']}/{r['code'] or r['category']}" for r in taxonomy]
+        values = [int(r["count"]) for r in taxonomy]
+        fig = Figure(figsize=(7, 0.4 * len(taxonomy) + 1.2), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
+        ax.barh(labels[::-1], values[::-1], color="#e76f51")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts, not fractions
+        ax.set_xlabel("failing verdicts")
+        ax.set_title("Failures of this run by taxonomy code")
+        parts.append(_png_markdown(fig, "failure taxonomy of this run"))
+    return "\n\n".join(parts)
+
+
+def _png_markdown(fig: Any, alt: str) -> str:
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()})"

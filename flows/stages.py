@@ -31,17 +31,18 @@ from lake.schema import Trajectory, Turn, candidate_from_row, task_from_row, ver
 from lake.store import Lake
 from lake.writer import BatchWriter
 from ray_actors import cluster
-from ray_actors.verify import PoolSettings, verify_candidates
+from ray_actors.verify import PoolSettings, VerifierWorker, verify_candidates
 from verifiers import domain as domain_registry
 from verifiers.base import Verifier
 from verifiers.catalog import TaskSpecError, load_catalog
 from verifiers.contract import Candidate, Limits, Task, Verdict
+from verifiers.datadirs import data_dir
 from verifiers.registry import get_verifier
 from verifiers.settings import settings_for
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
+DEFAULT_TASKS = data_dir("tasks")  # the checkout's tasks/, or the wheel's copy
 STAGES = ("generate", "verify", "repair", "dedup", "export")
 
 
@@ -453,9 +454,12 @@ def pending_candidates(
     return [candidate_from_row(r) for r in rows]
 
 
-def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
+def verify(
+    ctx: StageContext, domains: tuple[str, ...] | None = None, label: str = "verify"
+) -> None:
     """Verify every candidate of the run's tasks that has no verdict from the current
-    verifier version (`sql/pending_verification.sql`), on Ray actors."""
+    verifier version (`sql/pending_verification.sql`), on Ray actors. `label` names the
+    progress bar (a repair round's verification says which round it is)."""
     s = ctx.settings
     t0 = time.perf_counter()
     ids = task_ids(ctx)
@@ -463,7 +467,7 @@ def verify(ctx: StageContext, domains: tuple[str, ...] | None = None) -> None:
     for domain in domains or s.domains:
         by_domain[domain] = pending_candidates(ctx.con, domain, ids, s.limits_for(domain))
     tasks = load_tasks(ctx.con, sorted({c.task_id for cs in by_domain.values() for c in cs}))
-    total = _verify_into_lake(ctx, by_domain, tasks, "verify")
+    total = _verify_into_lake(ctx, by_domain, tasks, "verify", label=label)
     ctx.count("verified", total)
     ctx.count("verify_seconds", round(time.perf_counter() - t0, 3))
 
@@ -474,13 +478,15 @@ def _verify_into_lake(
     tasks: dict[str, Task],
     stage: str,
     keep: Callable[[Verdict], bool] | None = None,
+    label: str | None = None,
 ) -> int:
     """Verify candidates on the cluster's actors and append their verdicts (those `keep`
-    accepts); the count verified."""
+    accepts); the count verified. Workers that died and were restarted by Ray meanwhile
+    (their batches retried) are counted: `worker_restarts`, and per resource."""
     s = ctx.settings
     total = sum(map(len, by_domain.values()))
     rep = reporter()
-    rep.stage(stage, total)
+    rep.stage(label or stage, total)
     if total:
         cluster.start(s.ray)
     statuses: dict[str, int] = {}
@@ -497,6 +503,7 @@ def _verify_into_lake(
             rep.advance(len(verdicts))
 
         for domain, cands in by_domain.items():
+            before = cluster.actor_restarts(VerifierWorker.__name__) if cands else {}
             for _ in verify_candidates(
                 domain,
                 cands,
@@ -508,6 +515,8 @@ def _verify_into_lake(
                 verifier_settings=s.settings_of(domain),
             ):
                 pass
+            if cands:
+                _count_restarts(ctx, domain, before, stage)
     # the verify stage's counts are the run's; another stage's go under its own name
     pre = "" if stage == "verify" else f"{stage}_"
     ctx.count(f"{pre}verdicts_written", w.stats["verdicts"].written)
@@ -516,6 +525,27 @@ def _verify_into_lake(
         ctx.count(f"{pre}status_{k}", n)
     rep.done()
     return total
+
+
+def _count_restarts(ctx: StageContext, domain: str, before: dict[str, int], stage: str) -> None:
+    """Count the verifier workers Ray restarted while `domain`'s candidates were verified
+    (a worker killed, e.g. for memory: Ray restarts the actor and retries its batch)."""
+    after = cluster.actor_restarts(VerifierWorker.__name__)
+    n = sum(max(0, k - before.get(a, 0)) for a, k in after.items())
+    if not n:
+        return
+    resource = verifier_of(ctx.settings, domain).resource
+    ctx.count("worker_restarts", n)
+    by = ctx.counts.setdefault("worker_restarts_by_resource", {})
+    by[resource] = by.get(resource, 0) + n
+    log.warning(
+        "%d %s verifier worker(s) (resource `%s`) died during %s and were restarted by Ray; "
+        "their batches were retried",
+        n,
+        domain,
+        resource,
+        stage,
+    )
 
 
 # --- repair -----------------------------------------------------------------------------
@@ -542,7 +572,7 @@ def _repair(ctx: StageContext, gen: Generator) -> None:
             requests = _repair_requests(ctx, domain)
             if not requests:
                 break
-            rep.stage(f"repair {round_no}", len(requests))
+            rep.stage(f"repair {domain} {round_no}", len(requests))
             fixes, closed = _write_fixes(ctx, gen, requests)
             rep.done()
             ctx.count("repair_requests", len(requests))
@@ -550,7 +580,7 @@ def _repair(ctx: StageContext, gen: Generator) -> None:
             ctx.count("trajectories_written", closed)
             if not fixes:
                 break
-            verify(ctx, (domain,))
+            verify(ctx, (domain,), label=f"verify {domain} fixes {round_no}")
             ctx.count("trajectories_written", close_chains(ctx, domain))
     ctx.counts["repair_stats"] = {k: v for k, v in gen.stats.items() if k.startswith("repair")}
 
@@ -715,10 +745,18 @@ def export(ctx: StageContext) -> None:
 # --- reports ----------------------------------------------------------------------------
 
 
-def report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
-    return {
+def report(
+    con: duckdb.DuckDBPyConnection, run_id: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Where the lake stands (every run so far), and with `run_id` what that run found:
+    `run_pass_rates` and `run_taxonomy` over the verdicts it wrote."""
+    out = {
         "pass_rates": db.rows(con, "pass_rates"),
         "pass_rates_by_level": db.rows(con, "pass_rates_by_level"),
         "taxonomy": db.rows(con, "error_taxonomy"),
         "survivors": db.rows(con, "perturbation_survivors"),
     }
+    if run_id is not None:
+        out["run_pass_rates"] = db.rows(con, "report_pass_rates", run_id=run_id)
+        out["run_taxonomy"] = db.rows(con, "report_taxonomy", run_id=run_id)
+    return out

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian toolchains a Crucible node type needs. Idempotent and fast when
-# everything is already there. Usage: infra/install-toolchains.sh [rtl|sandbox|all]...
+# everything is already there. Usage: infra/install-toolchains.sh [rtl|sandbox|ui|all]...
 set -euo pipefail
 
 want=("${@:-all}")
@@ -11,8 +11,9 @@ for w in "${want[@]}"; do
     sandbox) add bubblewrap util-linux ;;
     rtl) add bubblewrap util-linux iverilog verilator yosys make g++ ;;  # verilator --binary builds with make + g++
     base) add make python3-venv ;;
-    all) add make g++ python3-venv bubblewrap util-linux iverilog verilator yosys ;;
-    *) echo "unknown toolchain group: $w (want rtl, sandbox, base or all)" >&2; exit 2 ;;
+    ui) add chromium ;;  # headless screenshots of the Prefect UI (tests/flows/test_ui_*)
+    all) add make g++ python3-venv bubblewrap util-linux iverilog verilator yosys chromium ;;
+    *) echo "unknown toolchain group: $w (want rtl, sandbox, ui, base or all)" >&2; exit 2 ;;
   esac
 done
 

@@ -5,6 +5,10 @@ Node resources name what a node can verify: each domain's descriptor names its r
 and the tools and Python modules a node needs to offer it (`verifiers.domain`); `GPU` and
 `cpu` are Ray's own. An actor asking for a resource no node has stays pending forever in
 Ray, so callers check `slots` first and report the work as `infra_error` at once.
+
+What Ray's own processes push to the driver (the raylet's "a worker died", "task failed,
+retrying" lines, drawn with ANSI colours) goes to this module's logger as plain text, not
+to the console: the run's summary counts the restarts (`actor_restarts`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +57,7 @@ def _runs_here(d: domains.Domain) -> bool:
 
 def start(settings: ClusterSettings) -> dict[str, float]:
     """Connect to or start Ray; returns the cluster's resources."""
+    route_ray_messages()
     if ray.is_initialized():
         return ray.cluster_resources()
     address = settings.address or os.environ.get("RAY_ADDRESS")
@@ -105,6 +111,56 @@ def actor_options(resource: str) -> dict:
     if resource == "cpu":
         return {"num_cpus": 1}
     return {"resources": {resource: 1}, "num_cpus": 0}
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def route_ray_messages() -> None:
+    """Send the lines Ray's raylet and autoscaler push to the driver to this module's
+    logger (INFO, ANSI codes stripped) instead of printing them raw on stdout; the lines
+    of Ray's workers (off anyway: `log_to_driver=False`) are left to Ray. Idempotent.
+
+    Ray has no switch for these (its error listener prints them whatever `log_to_driver`
+    says), so its printer is wrapped; a Ray without that printer is left as it is."""
+    from ray._private import worker as ray_worker
+
+    printer = getattr(ray_worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "_crucible", False):
+        return
+
+    def print_to_stdstream(data, *args, **kwargs):
+        source = data.get("pid") if isinstance(data, dict) else None
+        if source not in ("raylet", "autoscaler"):
+            return printer(data, *args, **kwargs)
+        for line in data.get("lines") or ():
+            text = _ANSI.sub("", str(line)).strip()
+            if text:
+                log.info("ray %s: %s", source, text)
+        return None
+
+    print_to_stdstream._crucible = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = print_to_stdstream
+
+
+def actor_restarts(class_name: str) -> dict[str, int]:
+    """actor id -> how many times Ray restarted it, for this job's actors of
+    `class_name` (Ray's actor table); empty when the table cannot be read."""
+    if not ray.is_initialized():
+        return {}
+    try:
+        from ray._private import state
+
+        job = ray.get_runtime_context().get_job_id()
+        table = state.actors()
+    except Exception:  # a diagnostic only: never fail a stage over it
+        log.debug("could not read Ray's actor table", exc_info=True)
+        return {}
+    return {
+        aid: int(a.get("NumRestarts") or 0)
+        for aid, a in table.items()
+        if a.get("ActorClassName") == class_name and a.get("JobID") == job
+    }
 
 
 def shutdown() -> None:
