@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer._click import exceptions as click_errors  # typer vendors click: its classes
+from typer.core import TyperCommand, TyperGroup
 
 from flows import render
 from flows.options import (
@@ -25,12 +27,21 @@ from flows.options import (
     TaskNamesOpt,
     TasksOpt,
     UnconfinedOpt,
+    UserError,
+    check_endpoint,
+    check_export_target,
+    check_lake_exists,
+    check_prefect_api,
+    check_roots,
     domain_option,
+    is_user_error,
     known_domains,
     limits_for,
+    open_lake,
     parse_mix,
     parse_settings,
     pipeline_options,
+    require_lake,
 )
 from verifiers import domain as domain_registry
 from verifiers.catalog import TaskSpecError, load_catalog
@@ -41,11 +52,103 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 
+class _PlainFlags:
+    """Help shows a flag as a flag: typer's help prints a value placeholder (`<bool>`) for
+    every option, which invites `--fast true` (refused: a flag takes no value)."""
+
+    def get_params(self, ctx: typer.Context) -> list:
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for p in params:
+            if getattr(p, "is_flag", False) and p.metavar is None:
+                p.metavar = ""
+        return params
+
+
+class _Command(_PlainFlags, TyperCommand):
+    """Every command's body runs under the CLI's one rule for errors: a mistake the user
+    can fix (UserError, a click usage error, our modules' errors whose message says what
+    to do: `options.USER_ERRORS`) is one line and exit 2; anything else is one line
+    `internal error: ...` and exit 1. `crucible --debug` prints the traceback first."""
+
+    def invoke(self, ctx: typer.Context):
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except click_errors.ClickException:
+            if _debug(ctx):
+                typer.echo(traceback.format_exc(), err=True, nl=False)
+            raise  # one line, from the group's main
+        except Exception as e:
+            debug = _debug(ctx)
+            if debug:
+                typer.echo(traceback.format_exc(), err=True, nl=False)
+            if is_user_error(e):
+                _say_error(f"{e}")
+                raise typer.Exit(2) from None
+            tail = "" if debug else " (run with --debug for the traceback)"
+            _say_error(f"{type(e).__name__}: {e}{tail}", "internal error:")
+            raise typer.Exit(1) from None
+
+
+class _Group(_PlainFlags, TyperGroup):
+    """Usage errors (an unknown option, a bad value, a UserError) print as one line,
+    `error: ...`, with exit 2: not typer's boxed panel."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        kw = dict(args=args, prog_name=prog_name, complete_var=complete_var, **extra)
+        if not standalone_mode:
+            return super().main(standalone_mode=False, **kw)
+        try:
+            rv = super().main(standalone_mode=False, **kw)
+        except click_errors.NoArgsIsHelpError as e:
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(e)  # the help itself
+            sys.exit(e.exit_code)
+        except click_errors.ClickException as e:
+            _say_error(_usage_line(e))
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _debug(ctx: typer.Context) -> bool:
+    return bool(ctx.find_root().params.get("debug"))
+
+
+def _usage_line(e: click_errors.ClickException) -> str:
+    line = " ".join(e.format_message().split())
+    ctx = getattr(e, "ctx", None)
+    parse_error = isinstance(e, click_errors.UsageError) and (
+        isinstance(e, click_errors.MissingParameter)
+        or not isinstance(e, click_errors.BadParameter | UserError)
+    )
+    if parse_error and ctx is not None:  # an unknown option, a missing one: where they are
+        line += f" (see `{ctx.command_path} --help`)"
+    return line
+
+
+def _say_error(line: str, label: str = "error:") -> None:
+    """The one line an error gets, on stderr."""
+    typer.echo(f"{typer.style(label, fg='red', bold=True)} {' '.join(line.split())}", err=True)
+
+
 class _Crucible(typer.Typer):
     """The command as a process's entry point (the `crucible` script, `python -m
     flows.cli`) first starts the reaper: whatever the command starts (Prefect's server,
     Ray's cluster, verifier workers, scratch files) is gone when it ends, also after a
-    SIGKILL. In-process invocations (typer's CliRunner in tests) do not come through here."""
+    SIGKILL. In-process invocations (typer's CliRunner in tests) do not come through here;
+    the error rule (`_Group`, `_Command`) holds for both."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("cls", _Group)
+        super().__init__(*args, **kwargs)
+
+    def command(self, *args, cls=None, **kwargs):
+        return super().command(*args, cls=cls or _Command, **kwargs)
 
     def __call__(self, *args, **kwargs):
         from flows import reaper
@@ -103,14 +206,13 @@ def _gates(text: str | None, domain: str) -> tuple[str, ...] | None:
 
 def _quiet_env(verbose: bool) -> None:
     # Entry point only (library code never sets env), before Prefect or Ray is imported:
-    # keep both quiet and self-contained, Prefect's console lines out of the progress bar,
-    # and Crucible's own log records on their way to the Prefect UI.
+    # keep both quiet and self-contained, and Prefect's console lines out of the progress
+    # bar. Crucible's own records reach the Prefect UI without an env (`flows.logs`).
     env = {
         "RAY_AUTH_MODE": "disabled",
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_DEDUP_LOGS": "0",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_LOGGING_EXTRA_LOGGERS": "flows,lake,ray_actors,generators",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO" if verbose else "WARNING",
         # the ephemeral API server's 20 s default is too short on a busy 2-core machine
         # (seen: "Timed out while attempting to connect to ephemeral Prefect API server")
@@ -121,13 +223,15 @@ def _quiet_env(verbose: bool) -> None:
 
 
 @app.callback()
-def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False):
-    level = logging.INFO if verbose else logging.WARNING
-    handler = logging.StreamHandler()
-    handler.setLevel(level)  # loggers that set their own level (Prefect's) still stop here
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", handlers=[handler]
-    )
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
+    debug: Annotated[  # read where errors are caught (`_Command.invoke`), off the root context
+        bool, typer.Option("--debug", help="Print the traceback of an error (before its line).")
+    ] = False,
+):
+    from flows import logs
+
+    logs.setup_cli(verbose)
     _quiet_env(verbose)
 
 
@@ -158,28 +262,40 @@ def run(opts: RunOptions) -> None:
     already in the lake is not redone. With no options: the built-in catalog, offline.
 
     Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI."""
+    settings = opts.pipeline_settings()  # names and values: refused before anything is made
+    _preflight(settings)
     from flows.pipeline import pipeline_flow
     from flows.stages import reporting
     from lake.store import LakeError
     from ray_actors import cluster
 
-    settings = opts.pipeline_settings()
     con = render.console()
     progress = _progress(con)
     try:
         with progress, reporting(_RichReporter(progress)):
             result = pipeline_flow(settings)
     except LakeError as e:
-        con.print(f"[bold red]lake error:[/] {e}")
+        _say_error(str(e), "lake error:")
         raise typer.Exit(2) from None
     except ValueError as e:
-        con.print(f"[bold red]error:[/] {e}")
+        _say_error(str(e))
         raise typer.Exit(2) from None
     finally:
         cluster.shutdown()
     _print_result(con, result, opts.lake)
     if result["refused"]:
         raise typer.Exit(1)
+
+
+def _preflight(settings) -> None:
+    """What a run needs outside this process, asked in seconds before the flow starts: the
+    Prefect API it reports to and the model endpoint; then the lake, opened (created if
+    absent) as the run will open it, so an unwritable one is refused here."""
+    check_prefect_api()
+    warning = check_endpoint(settings, os.environ)
+    if warning:
+        _say_error(warning, "warning:")
+    open_lake(settings.lake)
 
 
 @app.command()
@@ -219,11 +335,20 @@ def export(
         str, typer.Option(help="Export directory name (default: export-<UTC time>).")
     ] = "",
     kinds: Annotated[
-        str, typer.Option(help="Comma-separated: sft_direct,sft_repair,sft_optimize,dpo.")
-    ] = "sft_direct,sft_repair,sft_optimize,dpo",
+        str,
+        typer.Option(
+            help="Comma-separated: sft_direct,sft_repair,sft_repair_completion,sft_optimize,dpo "
+            "(sft_repair_completion: the repair rows as prompt-completion, trained on the fix "
+            "only)."
+        ),
+    ] = "sft_direct,sft_repair,sft_repair_completion,sft_optimize,dpo",
     mix: MixOpt = None,
     size: Annotated[
-        int | None, typer.Option(help="Rows per kind, drawn by the mix weights (default: all).")
+        int | None,
+        typer.Option(
+            help="Rows per kind, drawn by the mix weights (default: all); a kind with fewer "
+            "eligible rows gives them all, with a warning."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     shard_rows: Annotated[int, typer.Option(help="Rows per Parquet shard.")] = 5000,
@@ -233,12 +358,32 @@ def export(
             help="DPO: when a task has no failure that compiled, reject other failures too."
         ),
     ] = False,
+    license: Annotated[
+        str,
+        typer.Option(
+            "--license",
+            help="The dataset card's license: a Hugging Face license id (apache-2.0, mit, "
+            "cc-by-4.0, ...), or `other` with --license-name and --license-link (default: none "
+            "chosen, and the card says so).",
+        ),
+    ] = "",
+    license_name: Annotated[
+        str, typer.Option(help="With --license other: the license's short id.")
+    ] = "",
+    license_link: Annotated[
+        str, typer.Option(help="With --license other: the URL or path of the license text.")
+    ] = "",
+    pretty_name: Annotated[
+        str, typer.Option(help="The card's title (default: from the domains it holds).")
+    ] = "",
 ) -> None:
     """Write SFT (direct, repair, optimization) and DPO data from the lake: Parquet shards
     in the Hugging Face layout (data/<kind>/train-00000-of-0000N.parquet) plus JSONL, a
-    dataset card with its `configs` block, and manifest.json (mix, counts, shard sha256,
-    lake versions). Only dedup keepers of training tasks; never holdout, contaminated or
-    infra_error."""
+    dataset card (its `configs` block, license, provenance, schema per config, counts and
+    a chart) and manifest.json (mix, counts, shard sha256, lake versions, warnings). Every
+    config is in a TRL dataset format; repairs come both as `messages` and as
+    prompt-completion (the fix only is trained on). Only dedup keepers of training tasks;
+    never holdout, contaminated or infra_error."""
     from flows.pipeline import export_flow
     from flows.stages import PipelineSettings
 
@@ -249,6 +394,10 @@ def export(
         "shard_rows": shard_rows,
         "dpo_other_failures": dpo_other_failures,
         "name": name,
+        "license": license,
+        "license_name": license_name,
+        "license_link": license_link,
+        "pretty_name": pretty_name,
     }
     if mix:
         fields["mix"] = parse_mix(mix)
@@ -260,25 +409,39 @@ def export(
         raise typer.BadParameter(str(e)) from None
     settings = PipelineSettings(lake=lake, export=fields, export_dir=out)
     result = _run_flow(export_flow, settings)
-    c = result["counts"]
-    kinds_n = {k[7:]: v for k, v in c.items() if k.startswith("export_") and k != "export_path"}
-    render.console().print(
-        f"export: {c.get('export_path')} ("
-        + ", ".join(f"{k} {v}" for k, v in sorted(kinds_n.items()))
-        + ")"
-    )
+    _print_export(render.console(), result["counts"])
+
+
+def _print_export(con, c: dict) -> None:
+    """The export's path and rows per kind, then what was asked and not got (--size above
+    what is eligible, an empty kind), read back from its manifest."""
+    from rich.markup import escape
+
+    kinds = {k[7:]: v for k, v in c.items() if k.startswith("export_") and k != "export_path"}
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+    con.print(f"export: {c.get('export_path')} ({shown})")
+    manifest = Path(str(c.get("export_path", ""))) / "manifest.json"
+    if manifest.is_file():
+        for line in json.loads(manifest.read_text()).get("warnings", []):
+            con.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
 
 
 def _run_flow(flow_fn, settings) -> dict:
-    """A flow run with lake and export errors printed as such (exit 2), not as tracebacks."""
+    """A flow run over an existing lake (a typo in --lake is refused, never made into an
+    empty lake), its export name free, the Prefect API answering: all checked before the
+    flow starts. Lake and export errors print as one line (exit 2), not as tracebacks."""
     from lake.export import ExportError
     from lake.store import LakeError
 
-    con = render.console()
+    require_lake(settings.lake, writable=True)
+    name = (settings.export or {}).get("name")
+    if name:
+        check_export_target(settings.export_dir or Path(settings.lake) / "exports", name)
+    check_prefect_api()
     try:
         return flow_fn(settings)
     except (LakeError, ExportError) as e:
-        con.print(f"[bold red]{type(e).__name__}:[/] {e}")
+        _say_error(str(e), f"{type(e).__name__}:")
         raise typer.Exit(2) from None
 
 
@@ -298,13 +461,14 @@ def repair(
     from lake.store import Lake, LakeError
 
     con = render.console()
+    check_lake_exists(lake)
     try:
         store = Lake(lake, check_files=False)
         removed = fsck(store, dry_run=dry_run)
         if not dry_run:
             Lake(lake)  # opens as any command will: every listed file is there now
     except LakeError as e:
-        con.print(f"[bold red]lake error:[/] {e}")
+        _say_error(str(e), "lake error:")
         raise typer.Exit(2) from None
     total = sum(map(len, removed.values()))
     for table, files in removed.items():
@@ -339,6 +503,7 @@ def serve(
             f"{cron!r} is not a cron line (e.g. '0 * * * *')", param_hint="--cron"
         ) from None
     settings = opts.pipeline_settings()
+    check_prefect_api()  # a server that is down: said now, not when the first run is due
     if not os.environ.get("PREFECT_API_URL"):
         render.console().print(
             "[yellow]PREFECT_API_URL is not set:[/] serving against a temporary server that "
@@ -363,15 +528,48 @@ def server(
     exe = shutil.which("prefect") or str(Path(sys.executable).with_name("prefect"))
     if not Path(exe).exists():
         raise typer.BadParameter("the prefect CLI is not installed: pip install 'prefect==3.9.1'")
-    render.console().print(
-        f"Prefect UI: http://{host}:{port}  ·  in other shells: "
-        f"export PREFECT_API_URL=http://{host}:{port}/api"
-    )
+    con = render.console()
+    con.print("starting Prefect server...")
+    # the UI asks the API at PREFECT_UI_API_URL, which Prefect derives from its settings,
+    # not from --port (seen: a UI on another port calling :4200 and showing "Oops")
+    env = {
+        **os.environ,
+        "PREFECT_SERVER_API_HOST": host,
+        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL") or f"http://{host}:{port}/api",
+    }
+    cmd = [exe, "server", "start", "--host", host, "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env)
     try:
-        rc = subprocess.call([exe, "server", "start", "--host", host, "--port", str(port)])
+        # the URL only once the API answers (the UI is served by the same process)
+        if _wait_healthy(f"http://{host}:{port}/api/health", proc):
+            con.print(
+                f"Prefect UI: http://{host}:{port}  ·  in other shells: "
+                f"export PREFECT_API_URL=http://{host}:{port}/api"
+            )
+        rc = proc.wait()
     except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
         rc = 0
     raise typer.Exit(rc)
+
+
+def _wait_healthy(url: str, proc, poll_s: float = 0.5) -> bool:
+    """Poll `url` until it answers 200 (True) or `proc` exits (False)."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    while proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(poll_s)
+    return False
 
 
 def _progress(con) -> Progress:
@@ -382,13 +580,16 @@ def _progress(con) -> Progress:
         Progress,
         TextColumn,
         TimeElapsedColumn,
+        TimeRemainingColumn,
     )
 
     return Progress(
-        TextColumn("{task.description:<10}"),
+        TextColumn("{task.description:<18}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         console=con,
     )
 
@@ -405,15 +606,22 @@ def _print_result(con, result: dict, lake: Path) -> None:
         f"{c.get('trajectories_written', 0)} trajectories, total {result['seconds']:.1f}s; "
         f"lake {lake}"
     )
+    if c.get("worker_restarts"):
+        by = c.get("worker_restarts_by_resource") or {}
+        where = ", ".join(f"{n} on `{r}`" for r, n in sorted(by.items()))
+        con.print(
+            f"[yellow]{c['worker_restarts']} verifier worker(s) died and were restarted by "
+            f"Ray[/] ({where}); their batches were verified again"
+        )
     _print_rows(
         con,
-        "pass rates (sql/pass_rates.sql)",
+        "pass rates, whole lake (sql/pass_rates.sql)",
         result["pass_rates"],
         ["domain", "level", "origin", "candidates", "passed", "pass_rate", "infra_errors"],
     )
     _print_rows(
         con,
-        "error taxonomy (sql/error_taxonomy.sql)",
+        "error taxonomy, whole lake (sql/error_taxonomy.sql)",
         result["taxonomy"],
         ["status", "category", "code", "count", "share"],
     )
@@ -424,9 +632,7 @@ def _print_result(con, result: dict, lake: Path) -> None:
         ["generator", "perturbed", "survived", "survived_on"],
     )
     if c.get("export_path"):
-        kinds = {k[7:]: v for k, v in c.items() if k.startswith("export_") and k != "export_path"}
-        shown = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-        con.print(f"export: {c['export_path']} ({shown})")
+        _print_export(con, c)
 
 
 def _print_rows(con, title: str, rows: list[dict], cols: list[str]) -> None:
@@ -437,6 +643,7 @@ def find_task(ref: str, roots: list[Path]) -> Task:
     """A task by catalog name or by (a prefix of) its task_id. A name is its directory
     (tasks/<domain>/<name>/): only that task is loaded, so `crucible verify` elaborates no
     other reference; only a ref that names no directory searches the whole catalog."""
+    check_roots(roots)
     hits: list[Task] = []
     errors: list[TaskSpecError] = []
     for root in roots:
@@ -550,14 +757,23 @@ def pending(
     except VerifierUnavailable as e:
         raise typer.BadParameter(str(e), param_hint="--domain") from None
     limits = Limits(gates=_gates(gates, domain)) if gates is not None else None
+    check_roots(tasks or [])
     try:
         con = db.connect(Lake(lake, readonly=True))
     except LakeError as e:
-        typer.echo(f"lake error: {e}", err=True)
+        _say_error(str(e), "lake error:")
         raise typer.Exit(2) from None
     try:
         names = list(task) if task else None
-        ids = [r["task_id"] for r in db.rows(con, "select_tasks", domains=[domain], names=names)]
+        rows = db.rows(con, "select_tasks", domains=[domain], names=names)
+        unknown = sorted(set(names or ()) - {r["name"] for r in rows})
+        if unknown:
+            raise typer.BadParameter(
+                f"no {domain} task named {', '.join(map(repr, unknown))} in lake {lake} (or "
+                "its reference fails); `crucible sql 'SELECT name FROM tasks'` lists them",
+                param_hint="--task",
+            )
+        ids = [r["task_id"] for r in rows]
         if tasks:
             in_catalog: set[str] = set()
             for root in tasks:
@@ -649,6 +865,7 @@ def list_tasks(
     """List (and validate) the task catalog."""
     con = render.console()
     rows, bad = [], []
+    check_roots(tasks or [])
     for root in tasks or [DEFAULT_TASKS]:
         loaded, errors = load_catalog(root, [domain] if domain else None)
         rows += [[t.name, t.domain, t.family, t.level, t.split, t.task_id[:12]] for t in loaded]
@@ -743,10 +960,11 @@ def import_kernelbench(
         typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
     ] = Path("imported"),
     domains: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
-            help="Comma-separated domains to write each problem for (default: every GPU "
-            "kernel domain the importer writes)"
+            "--domain",
+            help="Domain to write each problem for, repeatable (default: every GPU kernel "
+            "domain the importer writes)",
         ),
     ] = None,
     split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
@@ -762,10 +980,12 @@ def import_kernelbench(
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
-    wanted = tuple(d.strip() for d in (domains or ",".join(known)).split(",") if d.strip())
-    if not wanted or any(d not in known for d in wanted):
+    wanted = tuple(dict.fromkeys(d.strip() for d in ",".join(domains or known).split(",")))
+    bad = [d for d in wanted if d not in known]
+    if bad:
         raise typer.BadParameter(
-            f"choose from {', '.join(known)} (comma-separated)", param_hint="--domains"
+            f"the importer writes {', '.join(known)}, not {', '.join(map(repr, bad))}",
+            param_hint="--domain",
         )
     try:
         imported, errors = do_import(src, dest, domains=wanted, split=split, source=source), []
@@ -797,14 +1017,15 @@ def show(
     kind: Annotated[
         str,
         typer.Option(
-            help="Which artifact: picture (the candidate beside its reference, where its "
-            "verifier renders one), any other kind the lake holds for it, or `all`."
+            help="Which artifact: picture (the candidate over its reference, with the "
+            "verdict in it, where its verifier renders one), any other kind the lake holds "
+            "for it, or `all`."
         ),
     ] = "picture",
 ) -> None:
-    """Write a candidate's artifacts out of the lake: by default its picture (the
-    candidate beside its reference, PNG, where its verifier renders one). Exit code 1 when
-    there is nothing to write."""
+    """Write a candidate's artifacts out of the lake: by default its picture (PNG, where
+    its verifier renders one: the candidate over its reference, with the verdict, its
+    measures and a legend drawn in). Exit code 1 when there is nothing to write."""
     from lake import db
     from lake.store import Lake, LakeError
 
@@ -869,47 +1090,212 @@ def _show_dest(out: Path | None, row: dict, cand_id: str, several: bool) -> Path
 @app.command()
 def sql(
     query: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            help="A name from sql/ (e.g. pass_rates, error_taxonomy), a .sql file, or SQL text."
+            help="A shipped query's name (a single word: pass_rates, error_taxonomy, ...), "
+            "a .sql file, or SQL text. Left out: an interactive shell on the lake.",
+            show_default=False,
         ),
-    ],
+    ] = None,
     lake: LakeOpt = DEFAULT_LAKE,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            metavar="NAME=VALUE",
+            help="Bind the query's $NAME (repeatable). A VALUE that parses as JSON is that "
+            '(3, true, null, \'["a","b"]\'), anything else a string (\'"123"\' for digits).',
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON lines.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Rows as CSV with a header.")] = False,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="Show whole cells in the table (default: cut at 60)."),
+    ] = False,
 ) -> None:
     """Query the lake with DuckDB: every table is a view (tasks, candidates, verdicts,
-    artifacts, trajectories, runs; raw_<table> without the dedupe)."""
+    artifacts, trajectories, dedup, exports, runs; raw_<table> without the dedupe), with
+    the views of sql/views (latest_verdicts, checks, metrics, ...; docs/lake.md). With no
+    QUERY, a shell: statements end with `;`, `.tables`, `.queries`, `.quit` or Ctrl-D; it
+    reads statements from stdin when stdin is not a terminal.
+
+    Output columns are unique in every format: a repeated name gets DuckDB's suffix
+    (`SELECT 1 AS a, 2 AS a` shows a, a_1). The table rounds floats to 3 decimals and
+    cuts long cells (--wide, --json or --csv show them whole). The lake is opened
+    read-only: a path that is not a lake is refused, never created."""
+    import duckdb
+
     from lake import db
-    from lake.store import Lake, LakeError
+    from lake.store import LakeError
 
     con = render.console()
-    try:
-        duck = db.connect(Lake(lake))
+    if as_json and as_csv:
+        raise UserError("pick one of --json and --csv")
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    try:  # the query and its parameters are checked before the lake is opened
+        params = db.parse_params(param or [])
+        text, what = _sql_query_text(query, db) if query is not None else ("", "")
+        if query is not None:
+            db.check_params(text, params, what)
+        elif params:
+            raise LakeError("--param needs a QUERY (in the shell, write values in the SQL)")
     except LakeError as e:
-        con.print(f"[bold red]lake error:[/] {e}")
+        _say_error(str(e))
         raise typer.Exit(2) from None
     try:
-        if query in db.available_sql():
-            table = db.run_sql(duck, query)
-        else:
-            text = Path(query).read_text() if query.endswith(".sql") else query
-            table = duck.execute(text).to_arrow_table()
-    except Exception as e:
-        con.print(f"[bold red]query failed:[/] {e}")
-        raise typer.Exit(1) from None
+        duck = db.connect(require_lake(lake))
+    except (LakeError, UserError) as e:
+        _say_error(str(e), "lake error:")
+        raise typer.Exit(2) from None
+    try:
+        if query is None:
+            failed = _sql_shell(duck, con, Path(lake), fmt, wide)
+            if failed:
+                raise typer.Exit(1)
+            return
+        try:
+            table = db.arrow(duck.execute(text, params) if params else duck.execute(text))
+        except duckdb.Error as e:
+            _say_error(str(e), "query failed:")
+            raise typer.Exit(1) from None
+        _sql_print(con, table, fmt, wide)
     finally:
         duck.close()
-    if as_json:
-        for row in table.to_pylist():
-            typer.echo(json.dumps(row, default=str))
-        return
-    con.print(
-        render.rows_table(
-            f"{table.num_rows} rows",
-            table.column_names,
-            [list(r.values()) for r in table.to_pylist()],
+
+
+def _sql_query_text(query: str, db) -> tuple[str, str]:
+    """The SQL a QUERY argument stands for, and what to call it in messages. One word is a
+    shipped query's name; a path ending in .sql is a file; anything else is SQL text."""
+    from lake.store import LakeError
+
+    if db.is_query_name(query):
+        name = query.strip()
+        if name not in db.available_sql():
+            from lake.schema import TABLES
+
+            hint = f" (a table: crucible sql 'SELECT * FROM {name}')" if name in TABLES else ""
+            raise LakeError(db.unknown_query(name) + hint)
+        return db.sql_text(name), f"query {name!r}"
+    if query.strip().endswith(".sql") and "\n" not in query:
+        path = Path(query.strip())
+        if not path.is_file():
+            raise LakeError(f"no file {path} (a shipped query is named without .sql)")
+        return path.read_text(), str(path)
+    return query, "the query"
+
+
+def _sql_print(con, table, fmt: str, wide: bool) -> None:
+    """One result in the chosen format; `table`'s column names are unique already."""
+    import csv
+
+    names = table.column_names
+    records = [list(r) for r in zip(*(c.to_pylist() for c in table.columns), strict=True)]
+    if fmt == "json":
+        for r in records:
+            row = dict(zip(names, r, strict=True))
+            typer.echo(json.dumps(row, default=str, ensure_ascii=False))
+    elif fmt == "csv":
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        out.writerow(names)
+        for r in records:
+            out.writerow([_csv_value(x) for x in r])
+    else:
+        title = f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}"
+        con.print(
+            render.rows_table(
+                title,
+                names,
+                records,
+                max_cell=None if wide else render.MAX_CELL,
+                cut_note="--wide, --json or --csv shows them whole",
+            )
         )
-    )
+
+
+def _csv_value(x):
+    """As DuckDB's own CSV writer: true/false, nested values as JSON, null as empty."""
+    if isinstance(x, bool):
+        return str(x).lower()
+    return render.compact_json(x) if isinstance(x, dict | list) else x
+
+
+def _sql_shell(duck, con, lake: Path, fmt: str, wide: bool) -> int:
+    """A read-eval-print loop over one lake connection; returns how many statements failed.
+
+    A statement runs once a line ends with `;`; a line starting with `.` is a command.
+    Without a terminal on stdin there is no prompt and no banner: statements are read
+    from stdin (a script, a pipe), and what is left at its end without `;` runs too."""
+    import duckdb
+    from rich.markup import escape
+
+    from lake import db
+
+    interactive = sys.stdin.isatty()
+    if interactive:
+        import contextlib
+
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (line editing and history for input())
+        con.print(
+            f"DuckDB on lake {escape(str(lake))}: every table and view is ready. End a "
+            "statement with `;`; `.tables`, `.queries`, `.help`, `.quit` or Ctrl-D."
+        )
+    failed = 0
+    buf: list[str] = []
+
+    def run(text: str) -> None:
+        nonlocal failed
+        try:
+            statements = duck.extract_statements(text)
+            for st in statements:
+                table = db.arrow(duck.execute(st.query))
+                if st is statements[-1] or table.num_rows:
+                    _sql_print(con, table, fmt, wide)
+        except duckdb.Error as e:
+            failed += 1
+            con.print(f"[bold red]query failed:[/] {escape(str(e))}")
+
+    while True:
+        try:
+            line = input(("crucible> " if not buf else "     ...> ") if interactive else "")
+        except EOFError:
+            if interactive:
+                con.print()
+            break
+        except KeyboardInterrupt:  # drop the statement being typed, as DuckDB's shell does
+            buf.clear()
+            con.print()
+            continue
+        if not buf and line.strip().startswith("."):
+            word = line.strip().split()[0]
+            if word in (".quit", ".exit"):
+                break
+            if word == ".tables":
+                names = [r[0] for r in duck.execute("SHOW TABLES").fetchall()]
+                con.print(escape(" ".join(names)))
+            elif word == ".queries":
+                for name in db.available_sql():
+                    takes = db.sql_params(db.sql_text(name))
+                    con.print(name + "".join(f" ${p}" for p in takes))
+            elif word == ".help":
+                con.print(
+                    "SQL ends with `;` (DuckDB's dialect). .tables: the tables and views; "
+                    ".queries: the shipped queries and their $parameters (run one with "
+                    "`crucible sql NAME --param k=v`); .quit or Ctrl-D: leave."
+                )
+            else:
+                failed += 0 if interactive else 1
+                con.print(f"[bold red]unknown command[/] {escape(word)}: .tables .queries .quit")
+            continue
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            run("\n".join(buf))
+            buf.clear()
+    if "\n".join(buf).strip():
+        run("\n".join(buf))
+    return 0 if interactive else failed
 
 
 if __name__ == "__main__":

@@ -20,17 +20,44 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._click.exceptions import UsageError  # typer vendors click: its classes
 
 from verifiers import domain as domain_registry
 from verifiers.contract import Limits
+from verifiers.datadirs import data_dir
 from verifiers.settings import SettingsError, settings_class, settings_for
 
 if TYPE_CHECKING:
     from flows.stages import PipelineSettings
 
 DEFAULT_LAKE = Path(os.environ.get("CRUCIBLE_LAKE", "crucible-lake"))
-DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "tasks"
+DEFAULT_TASKS = data_dir("tasks")  # the checkout's tasks/, or the wheel's copy
 DEFAULT_STAGES = "generate,verify,repair,dedup,export"  # flows.stages.STAGES, in order
+
+
+# --- the CLI's one rule for mistakes ----------------------------------------------------
+
+
+class UserError(UsageError):
+    """A mistake the user can fix, found before any work: the message says what to do. The
+    command prints it as one line (`error: ...`) and exits 2; `--debug` adds the traceback."""
+
+
+# Errors of our own modules whose message already says what to do: one line, exit 2, like
+# a UserError. Named, not imported: a command that never opened a lake never imports it.
+USER_ERRORS = frozenset(
+    {
+        "lake.store.LakeError",
+        "lake.export.ExportError",
+        "generators.openai.GeneratorError",
+        "verifiers.specfields.TaskSpecError",
+        "verifiers.domain.UnknownDomain",
+    }
+)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    return any(f"{c.__module__}.{c.__qualname__}" in USER_ERRORS for c in type(exc).__mro__)
 
 
 # --- domains: checked against the registry --------------------------------------------
@@ -75,9 +102,17 @@ def _settings_keys() -> str:
 
 # --- shared declarations ---------------------------------------------------------------
 
-LakeOpt = Annotated[
+# A command that writes a new lake says so; every other one opens an existing lake only.
+NewLakeOpt = Annotated[
     Path,
     typer.Option("--lake", help="Lake root directory (created if absent). Env: CRUCIBLE_LAKE."),
+]
+LakeOpt = Annotated[
+    Path,
+    typer.Option(
+        "--lake",
+        help="Root directory of an existing lake (`crucible run` makes one). Env: CRUCIBLE_LAKE.",
+    ),
 ]
 TasksOpt = Annotated[
     list[Path] | None,
@@ -142,7 +177,7 @@ class RunOptions:
     option's declaration and its default, once. `pipeline_settings()` turns them into the
     `PipelineSettings` a run gets (a served deployment's runs get the same)."""
 
-    lake: LakeOpt = DEFAULT_LAKE
+    lake: NewLakeOpt = DEFAULT_LAKE
     tasks: TasksOpt = None
     domain: DomainOpt = None
     task: TaskNamesOpt = None
@@ -200,7 +235,11 @@ class RunOptions:
     unconfined: UnconfinedOpt = False
 
     def pipeline_settings(self) -> PipelineSettings:
-        """The run's settings; a bad option raises typer.BadParameter before any work."""
+        """The run's settings; a bad option raises typer.BadParameter before any work
+        (and before anything is created): an unknown task name or catalog root included."""
+        domains = tuple(self.domain or domain_registry.default_run())
+        roots = tuple(self.tasks or [DEFAULT_TASKS])
+        check_catalog(roots, domains, self.task, lake=self.lake)
         from flows.stages import PipelineSettings
         from generators import GENERATORS
         from ray_actors.verify import PoolSettings
@@ -225,8 +264,8 @@ class RunOptions:
             }
         return PipelineSettings(
             lake=self.lake.absolute(),  # a scheduled run may start in another directory
-            task_roots=tuple(self.tasks or [DEFAULT_TASKS]),
-            domains=tuple(self.domain or domain_registry.default_run()),
+            task_roots=roots,
+            domains=domains,
             task_names=tuple(self.task) if self.task else None,
             stages=parse_stages(self.stages),
             generator=self.generator,
@@ -303,6 +342,7 @@ def parse_mix(text: str) -> dict:
             'expected {"domain": {...}, "level": {...}, "origin": {...}} weights',
             param_hint="--mix",
         )
+    check_mix_domains(mix)
     return mix
 
 
@@ -341,3 +381,180 @@ def limits_for(
         raise typer.BadParameter("give --fast or --gates, not both", param_hint="--gates")
     chosen = domain_registry.get(domain).fast_gates if fast else gates
     return Limits(gates=chosen, unconfined=unconfined)
+
+
+# --- names and places: checked before any work, before anything is created -------------
+
+
+def check_roots(roots: list[Path] | tuple[Path, ...]) -> None:
+    """Every --tasks root is a directory."""
+    for root in roots:
+        if not Path(root).is_dir():
+            raise typer.BadParameter(
+                f"task catalog {root} is not a directory (a catalog holds "
+                "<domain>/<name>/task.toml; `crucible tasks` lists the built-in one)",
+                param_hint="--tasks",
+            )
+
+
+def check_catalog(
+    roots: list[Path] | tuple[Path, ...],
+    domains: tuple[str, ...],
+    names: list[str] | tuple[str, ...] | None = None,
+    lake: Path | None = None,
+) -> None:
+    """Every catalog root is a directory holding tasks of `domains`, and every task name
+    is one of them (or of the tasks `lake` already holds): a typo is refused here, naming
+    what exists, instead of a run over no task."""
+    check_roots(roots)
+    in_catalog = {
+        p.name
+        for root in roots
+        for d in domains
+        if (Path(root) / d).is_dir()
+        for p in sorted((Path(root) / d).iterdir())
+        if p.is_dir()
+    }
+    if not in_catalog:
+        where = ", ".join(str(r) for r in roots)
+        raise typer.BadParameter(
+            f"no task of domain(s) {', '.join(domains)} in {where} (a catalog holds "
+            "<domain>/<name>/task.toml): pass another --tasks or --domain",
+            param_hint="--tasks",
+        )
+    unknown = [n for n in dict.fromkeys(names or ()) if n not in in_catalog]
+    if unknown and lake is not None:
+        unknown = [n for n in unknown if n not in _lake_task_names(lake, domains)]
+    if unknown:
+        shown = sorted(in_catalog)
+        listed = ", ".join(shown[:8]) + (f", ... ({len(shown)} in all)" if len(shown) > 8 else "")
+        raise typer.BadParameter(
+            f"no task named {', '.join(map(repr, unknown))} of domain(s) {', '.join(domains)} "
+            f"(known: {listed}); `crucible tasks` lists them",
+            param_hint="--task",
+        )
+
+
+def _lake_task_names(lake: Path, domains: tuple[str, ...]) -> set[str]:
+    """The task names of `domains` an existing lake holds (a run selects those too); none
+    when there is no lake yet."""
+    from lake.store import MARKER
+
+    if not (Path(lake) / MARKER).is_file():
+        return set()
+    from lake import db
+    from lake.store import Lake, LakeError
+
+    try:
+        con = db.connect(Lake(lake, readonly=True))
+    except LakeError:
+        return set()  # the run's own open says what is wrong with it
+    try:
+        sql = "SELECT DISTINCT name FROM tasks WHERE list_contains($domains, domain)"
+        return {r[0] for r in con.execute(sql, {"domains": list(domains)}).fetchall()}
+    finally:
+        con.close()
+
+
+def check_mix_domains(mix: dict | None) -> None:
+    """A mix that weights a domain no registry entry has would sample nothing of it."""
+    for name in (mix or {}).get("domain") or {}:
+        check_domain(str(name), "--mix")
+
+
+def check_lake_exists(lake: Path) -> None:
+    """A command that works on an existing lake refuses a path that holds none (a typo in
+    --lake), instead of making a new empty lake there."""
+    from lake.store import MARKER
+
+    path = Path(lake)
+    if not path.exists():
+        raise UserError(
+            f"no lake at {path}: pass the --lake of an existing lake "
+            f"(`crucible run --lake {path}` makes one)"
+        )
+    if path.is_dir() and not (path / MARKER).exists():
+        raise UserError(f"{path} is not a Crucible lake (no {MARKER}): pass an existing lake")
+
+
+def require_lake(lake: Path, *, writable: bool = False):
+    """The existing lake at `lake` (a `Lake`), opened as the command will use it; never a
+    new empty one."""
+    from lake.store import Lake, LakeError
+
+    check_lake_exists(lake)
+    path = Path(lake)
+    try:
+        return Lake(path, readonly=not writable)
+    except LakeError as e:
+        raise UserError(str(e)) from None
+
+
+def open_lake(lake: Path):
+    """The lake a run writes, opened (created if absent) before the run starts: an
+    unwritable or foreign directory is refused in one line, not from inside the flow."""
+    from lake.store import Lake, LakeError
+
+    try:
+        return Lake(lake)
+    except LakeError as e:
+        raise UserError(str(e)) from None
+
+
+def check_export_target(out: Path, name: str) -> None:
+    """An export name that is taken is refused before the export is built."""
+    if name and (Path(out) / name).exists():
+        raise typer.BadParameter(
+            f"export {Path(out) / name} already exists: pick another --name or remove it",
+            param_hint="--name",
+        )
+
+
+# --- services a run talks to: probed in seconds before the run --------------------------
+
+PROBE_TIMEOUT_S = 5.0
+
+
+def check_prefect_api(environ: typing.Mapping[str, str] | None = None) -> None:
+    """With PREFECT_API_URL set, a flow reports to that server: one that does not answer
+    is refused now, not after Prefect's client retried for a minute."""
+    import httpx
+
+    env = os.environ if environ is None else environ
+    url = env.get("PREFECT_API_URL", "").strip()
+    if not url:
+        return
+    key = env.get("PREFECT_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        resp = httpx.get(url.rstrip("/") + "/health", headers=headers, timeout=PROBE_TIMEOUT_S)
+        # it answers: credentials are Prefect's to judge, a wrong path is not an API
+        ok = resp.status_code < 400 or resp.status_code in (401, 403)
+        why = "" if ok else f" (GET /health: HTTP {resp.status_code})"
+    except (httpx.HTTPError, httpx.InvalidURL) as e:
+        ok, why = False, f" ({type(e).__name__})"
+    if not ok:
+        raise UserError(
+            f"Prefect API at {url} is not answering{why}: start `crucible server` "
+            "or unset PREFECT_API_URL"
+        )
+
+
+def check_endpoint(settings: PipelineSettings, environ: typing.Mapping[str, str]) -> str:
+    """The `openai` generator's endpoint, asked for its models once; refused in one line
+    when it does not answer. Returns a warning (empty: none) when the model is not
+    among the ones it lists."""
+    if settings.generator != "openai" or not settings.llm:
+        return ""
+    from generators.openai import GeneratorError, probe
+    from generators.settings import LLMSettings
+
+    llm = LLMSettings.from_dict(settings.llm).with_api_key_from(environ)
+    try:
+        served = probe(llm, timeout_s=PROBE_TIMEOUT_S)
+    except GeneratorError as e:
+        raise UserError(str(e)) from None
+    if served and llm.model not in served:
+        shown = ", ".join(served[:5]) + (" ..." if len(served) > 5 else "")
+        return f"{llm.base_url} does not list model {llm.model!r} (it lists: {shown})"
+    return ""

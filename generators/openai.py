@@ -376,6 +376,34 @@ class OpenAIGenerator(ChatGenerator):
         )
 
 
+def probe(settings: LLMSettings, *, timeout_s: float = 5.0) -> tuple[str, ...]:
+    """`GET {base_url}/models` once, with a short timeout, before a run depends on the
+    endpoint: a server that is not there, or refuses, is a GeneratorError in seconds
+    (naming the URL and what to do), not after the first request's retries. Returns the
+    model ids it lists (empty when its answer lists none)."""
+    base = settings.base_url.rstrip("/")
+    url = base + "/models"
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    try:
+        resp = httpx.get(url, headers=headers, timeout=timeout_s)
+    except (httpx.TransportError, httpx.InvalidURL) as e:  # refused, unreachable, timed out
+        raise GeneratorError(
+            f"no OpenAI-compatible server answers at {base} ({type(e).__name__}: {e}): start "
+            f"one there (e.g. `vllm serve {settings.model}`) or pass its --base-url"
+        ) from None
+    if resp.status_code != 200:
+        hint = STATUS_HINTS.get(resp.status_code, "is it an OpenAI-compatible endpoint?")
+        body = _body(resp, 120)
+        raise GeneratorError(
+            f"{url} answered HTTP {resp.status_code}{f' ({body})' if body else ''}: "
+            + hint.format(env=settings.api_key_env, model=settings.model)
+        )
+    try:
+        return tuple(str(m["id"]) for m in resp.json().get("data") or ())
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ()  # it answers; the model list is a courtesy, not the contract
+
+
 def _round_seed(seed: int, round_: int) -> int:
     return seed if round_ == 0 else seeded_rng(str(seed), "round", str(round_)).getrandbits(31)
 
