@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from typer._click import exceptions as click_errors  # typer vendors click: its classes
 from typer.core import TyperCommand, TyperGroup
 
 from flows import render
@@ -33,6 +32,7 @@ from flows.options import (
     check_lake_exists,
     check_prefect_api,
     check_roots,
+    click_errors,
     domain_option,
     is_user_error,
     known_domains,

@@ -20,12 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer._click.exceptions import UsageError  # typer vendors click: its classes
 
 from verifiers import domain as domain_registry
 from verifiers.contract import Limits
 from verifiers.datadirs import data_dir
 from verifiers.settings import SettingsError, settings_class, settings_for
+
+try:  # typer (0.29) vendors click: the classes it raises are its copy's
+    from typer._click import exceptions as click_errors
+except ImportError:  # a typer that uses click itself again
+    from click import exceptions as click_errors
 
 if TYPE_CHECKING:
     from flows.stages import PipelineSettings
@@ -38,7 +42,7 @@ DEFAULT_STAGES = "generate,verify,repair,dedup,export"  # flows.stages.STAGES, i
 # --- the CLI's one rule for mistakes ----------------------------------------------------
 
 
-class UserError(UsageError):
+class UserError(click_errors.UsageError):
     """A mistake the user can fix, found before any work: the message says what to do. The
     command prints it as one line (`error: ...`) and exits 2; `--debug` adds the traceback."""
 
