@@ -123,8 +123,10 @@ def route_ray_messages() -> None:
 
     Ray has no switch for these (its error listener prints them whatever `log_to_driver`
     says), so its printer is wrapped; a Ray without that printer is left as it is."""
-    from ray._private import worker as ray_worker
-
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
     printer = getattr(ray_worker, "print_to_stdstream", None)
     if printer is None or getattr(printer, "_crucible", False):
         return
