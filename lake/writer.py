@@ -276,7 +276,7 @@ class BatchWriter:
         finally:
             self._closed = True
             self._close_connection()
-        log.info("lake writer closed: %s", self.summary())
+        log.info("lake writer closed: %s", self.summary_line())
 
     def _close_connection(self) -> None:
         if self._con is not None:
@@ -289,6 +289,25 @@ class BatchWriter:
         if self.blobs.stored or self.blobs.existing:
             out["blobs"] = asdict(self.blobs)
         return out
+
+    def summary_line(self) -> str:
+        """`summary` for a person: per table the rows added, what was skipped, the
+        commits and their seconds (rounded); "nothing added" when nothing was."""
+        parts = []
+        for name, s in self.stats.items():
+            if not s.added:
+                continue
+            skipped = s.skipped_existing + s.skipped_duplicate
+            part = f"{name} +{s.added}" + (f" ({skipped} skipped)" if skipped else "")
+            part += f" in {s.commits} commit{'s' if s.commits != 1 else ''}"
+            part += f" ({s.retries} retried)" if s.retries else ""
+            parts.append(f"{part}, {s.seconds:.2f}s")
+        b = self.blobs
+        if b.stored or b.existing:
+            parts.append(
+                f"blobs {b.stored} stored ({b.bytes_stored:,} bytes), {b.existing} present"
+            )
+        return "; ".join(parts) or "nothing added"
 
     def __enter__(self) -> BatchWriter:
         return self

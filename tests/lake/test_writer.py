@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -59,6 +60,24 @@ def test_duplicate_ids_within_one_batch_are_written_once(lake: Lake) -> None:
     assert ids(lake, "candidates", "candidate_id") == [c.candidate_id]
     assert w.stats["candidates"].skipped_duplicate == 4
     assert w.stats["candidates"].commits == 1
+
+
+def test_the_closing_log_line_is_short_and_rounded(lake: Lake, caplog) -> None:
+    # it reaches the Prefect UI's Logs tab: no dict repr, no 17-digit seconds
+    task = make_task()
+    c = make_candidate(task, "module m; endmodule")
+    with caplog.at_level("INFO", logger="lake.writer"):
+        with BatchWriter(lake) as w:
+            w.add_candidate(c, "rtl")
+            w.add_candidate(c, "rtl")
+        with BatchWriter(lake):
+            pass
+    lines = [r.getMessage() for r in caplog.records if "writer closed" in r.getMessage()]
+    assert len(lines) == 2
+    assert re.fullmatch(
+        r"lake writer closed: candidates \+2 \(1 skipped\) in 1 commit, \d+\.\d\ds", lines[0]
+    ), lines[0]
+    assert lines[1] == "lake writer closed: nothing added"
 
 
 def test_partly_present_batch_appends_only_new_ids(lake: Lake) -> None:
