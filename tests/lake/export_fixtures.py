@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lake.schema import Trajectory, Turn, to_timestamp
 from lake.store import Lake
@@ -20,6 +21,9 @@ from lake.writer import BatchWriter
 from verifiers import domain as domains
 from verifiers.catalog import load_catalog
 from verifiers.contract import Candidate, Check, Task, Verdict, content_id
+
+if TYPE_CHECKING:
+    from lake.export import ExportResult
 
 CATALOG = Path(__file__).resolve().parents[2] / "tasks"
 TOOLCHAIN = {"iverilog": "12.0", "yosys": "0.38"}
@@ -401,3 +405,15 @@ def _dedup_row(s: Scenario, label: str, *, keeper: bool, contaminated: bool, at:
 
 
 _PREFIX = {"adder8": "adder_", "alu8": "alu_", "sync_fifo8": "fifo_", "cmp8_mode": "cmp_"}
+
+
+def run_export(s: Scenario, out: Path, **kw: Any) -> ExportResult:
+    """An export of the scenario's lake into `out`, as the export stage makes one."""
+    from lake import db
+    from lake.export import ExportSettings, export
+
+    con = db.connect(s.lake)
+    try:
+        return export(s.lake, con, ExportSettings(out=out, **kw), run_id="test-run")
+    finally:
+        con.close()

@@ -13,7 +13,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from lake import db
 from lake.export import (
     CHART,
     KINDS,
@@ -21,9 +20,8 @@ from lake.export import (
     SCHEMAS,
     ExportResult,
     ExportSettings,
-    export,
 )
-from tests.lake.export_fixtures import Scenario, build
+from tests.lake.export_fixtures import Scenario, build, run_export
 from verifiers import domain as domains
 
 
@@ -35,14 +33,6 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 @pytest.fixture(scope="module")
 def default_export(scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> ExportResult:
     return run_export(scenario, tmp_path_factory.mktemp("card_out"), name="ex")
-
-
-def run_export(s: Scenario, out: Path, **kw: Any) -> ExportResult:
-    con = db.connect(s.lake)
-    try:
-        return export(s.lake, con, ExportSettings(out=out, **kw), run_id="test-run")
-    finally:
-        con.close()
 
 
 def card_of(result: ExportResult) -> tuple[dict[str, Any], str]:

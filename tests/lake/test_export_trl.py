@@ -16,9 +16,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 from trl import data_utils as trl_data
 
-from lake import db
-from lake.export import KINDS, SCHEMAS, ExportResult, ExportSettings, export
-from tests.lake.export_fixtures import Scenario, build
+from lake.export import KINDS, SCHEMAS, ExportResult
+from tests.lake.export_fixtures import build, run_export
 
 MESSAGE_KINDS = ("sft_direct", "sft_repair", "sft_optimize")
 # ChatML, with the generation markers `assistant_only_loss` needs
@@ -55,17 +54,9 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("export_trl")
     s = build(root / "lake")
     # every kind has rows; with level 1 weighed 0, sft_optimize (only level-1 pairs) is empty
-    full = _export(s, root / "out", name="full")
-    partial = _export(s, root / "out", name="partial", mix={"level": {"1": 0}})
+    full = run_export(s, root / "out", name="full")
+    partial = run_export(s, root / "out", name="partial", mix={"level": {"1": 0}})
     return {"scenario": s, "full": full, "partial": partial, "cache": root / "hf-cache"}
-
-
-def _export(s: Scenario, out: Path, **kw: Any) -> ExportResult:
-    con = db.connect(s.lake)
-    try:
-        return export(s.lake, con, ExportSettings(out=out, **kw), run_id="test-run")
-    finally:
-        con.close()
 
 
 def load(result: ExportResult, kind: str, cache: Path, **kw: Any):
@@ -196,7 +187,7 @@ def test_dpo_config_is_a_trl_preference_dataset(
 def test_a_sized_export_holds_the_same_repairs_in_both_forms(exports: dict[str, Any], tmp_path):
     s = exports["scenario"]
     for seed in range(3):
-        result = _export(
+        result = run_export(
             s,
             tmp_path,
             name=f"sized{seed}",
