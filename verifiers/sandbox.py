@@ -237,6 +237,10 @@ class Stop:
     # candidate code runs there as a process, free to signal itself: a SIGKILL is then
     # only the machine's with the OOM killer's count as evidence
     self_signal: bool = False
+    # seconds of `wall_s` before the sandbox's own shell started the command (bwrap's
+    # namespaces and mounts: blocked in the kernel, neither CPU nor CPU wait, and longer on
+    # a loaded machine); the candidate's code had not run, so the rule judges the rest
+    setup_s: float = 0.0
 
     def code(self) -> str | None:
         """`timeout` / `machine_slow` after a wall-clock kill; `cpu_limit` /
@@ -249,9 +253,10 @@ class Stop:
             if self.usage.contenders > CORES:
                 return "timeout"  # its own threads kept each other waiting
             wait = self.usage.wait_s or 0.0
-            if cpu + wait < BUSY_SHARE * self.wall_s:
+            ran = max(0.0, self.wall_s - self.setup_s)
+            if cpu + wait < BUSY_SHARE * ran:
                 return "timeout"  # it slept or blocked
-            if self.wall_s >= self.budget_s:
+            if ran >= self.budget_s:
                 # it had the wall time for its whole budget: the machine is to blame only
                 # if the CPU it was denied (its wait) explains its shortfall; time it spent
                 # blocked (I/O, a lock) is its own
@@ -278,6 +283,8 @@ class Stop:
             budget = f" of a {self.budget_s:g}s budget" if self.budget_s else ""
             parts.append(f"CPU {self.usage.cpu_s:.2f}s{budget}")
         parts.append(f"wall {self.wall_s:.2f}s")
+        if self.setup_s >= 0.005:
+            parts.append(f"sandbox start {self.setup_s:.2f}s of it")
         if self.usage is not None and self.usage.wait_s is not None:
             parts.append(f"CPU wait {self.usage.wait_s:.2f}s")
         elif self.wall_kill:
@@ -678,6 +685,12 @@ def run_capped(
     for stream in bufs:
         os.set_blocking(stream.fileno(), False)
         sel.register(stream, selectors.EVENT_READ)
+    # the status pipe is read as it comes: its started byte says when the sandbox was up
+    # and the command began (only the sandbox's shell holds it; the command never does)
+    said = bytearray()
+    began: float | None = None
+    os.set_blocking(status_r, False)
+    sel.register(status_r, selectors.EVENT_READ)
     deadline = start + timeout_s
     timed_out = capped = False
     at_kill: tuple[float, TreeSnapshot] | None = None
@@ -697,6 +710,14 @@ def run_capped(
             _sampled(proc.pid, waits)
             sample_at = now + SAMPLE_S
         for key, _ in sel.select(min(remaining, 1.0, max(0.0, sample_at - now))):
+            if key.fileobj == status_r:
+                chunk = _read_some(status_r)
+                if chunk and began is None:
+                    began = time.perf_counter()
+                said += chunk[: max(0, 64 - len(said))]
+                if not chunk:
+                    sel.unregister(status_r)
+                continue
             chunk = os.read(key.fileobj.fileno(), 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
@@ -720,13 +741,11 @@ def run_capped(
     sel.close()
     for stream in bufs:
         stream.close()
-    os.set_blocking(status_r, False)
     try:
-        said = os.read(status_r, 64)
-    except BlockingIOError:
-        said = b""
+        said += _read_some(status_r)[: max(0, 64 - len(said))]
     finally:
         os.close(status_r)
+    said = bytes(said)
     started = said[:1] == b"s"
     seconds = time.perf_counter() - start
     rc = proc.returncode
@@ -747,7 +766,9 @@ def run_capped(
     if at_kill is not None:
         wall, snap = at_kill
         use = Usage(snap.cpu_s, wait, rivals)
-        stop = Stop(wall, True, use, cpu_budget_s, oom_kills=oom)
+        # stopped before its shell started it: the whole wall went to setting the sandbox up
+        setup = wall if began is None else min(wall, max(0.0, began - born))
+        stop = Stop(wall, True, use, cpu_budget_s, oom_kills=oom, setup_s=setup)
     else:
         use = Usage(cpu, wait, rivals)
         stop = Stop(seconds, False, use, cpu_budget_s, known, oom, self_signal)
@@ -785,6 +806,14 @@ def _wait4(proc: subprocess.Popen, timeout_s: float | None) -> float:
             raise subprocess.TimeoutExpired(proc.args, timeout_s)
         time.sleep(pause)
         pause = min(pause * 2, 0.02)
+
+
+def _read_some(fd: int) -> bytes:
+    """What a non-blocking pipe holds now (b"" at EOF or when nothing is there yet)."""
+    try:
+        return os.read(fd, 64)
+    except BlockingIOError:
+        return b""
 
 
 def bufs_text(buf: bytearray) -> str:

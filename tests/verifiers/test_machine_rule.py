@@ -79,6 +79,21 @@ def test_the_rule_on_measured_numbers():
     assert wall(0.5, 0.5, 1.0, None) == "timeout"
 
 
+def test_the_sandboxs_own_start_is_not_the_candidates_wall():
+    # seen on a loaded machine: yosys on a reference, 0.02 s CPU in a 0.05 s wall, most of
+    # it bwrap setting up namespaces and mounts (blocked in the kernel: neither CPU nor
+    # CPU wait) before the command began
+    use = Usage(0.02, 0.0)
+    assert Stop(0.05, True, use, 20).code() == "timeout"
+    assert Stop(0.05, True, use, 20, setup_s=0.03).code() == "machine_slow"
+    assert "sandbox start 0.03s" in Stop(0.05, True, use, 20, setup_s=0.03).describe()
+    # a sleeper stays the candidate's whatever the start cost
+    assert Stop(2.0, True, Usage(0.01, 0.0), 20, setup_s=0.3).code() == "timeout"
+    # its own budget is judged on the time it ran, not the time the sandbox took
+    assert Stop(10.0, True, Usage(5.0, 0.0), 6, setup_s=5.0).code() == "machine_slow"
+    assert Stop(10.0, True, Usage(5.0, 0.0), 6, setup_s=1.0).code() == "timeout"
+
+
 def test_the_rule_on_signals():
     kill = signal.SIGKILL
     # a SIGKILL the harness did not send, short of the CPU limit: from outside
@@ -114,6 +129,13 @@ def test_a_busy_loop_that_spent_its_cpu_budget_is_the_candidates():
     res = run(["sh", "-c", f"trap '' XCPU; ({SPIN}) & {SPIN}"], timeout_s=2.5, cpu_s=1)
     assert res.limit_hit in ("timeout", "cpu_limit"), res.stop
     assert res.machine_fault("sh") is None
+
+
+def test_a_sandbox_run_knows_when_its_command_began():
+    res = run(["sleep", "30"], timeout_s=0.5, cpu_s=20)
+    assert res.started and res.stop.wall_kill
+    assert 0.0 < res.stop.setup_s < res.stop.wall_s  # bwrap's start, then the sleep
+    assert res.limit_hit == "timeout"
 
 
 def test_a_tiny_wall_limit_under_a_large_cpu_budget_is_machine_slow():
