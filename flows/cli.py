@@ -963,8 +963,8 @@ def import_kernelbench(
         list[str] | None,
         typer.Option(
             "--domain",
-            help="Domain to write each problem for, repeatable (default: every GPU kernel "
-            "domain the importer writes)",
+            help="Domain to write each problem for, repeatable (default: every domain the "
+            "importer writes)",
         ),
     ] = None,
     split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
