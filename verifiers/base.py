@@ -156,12 +156,20 @@ class Context:
         timeout_s: float | None = None,
         cpu_s: int | None = None,
         self_signal: bool = False,
+        seccomp: bytes | None = None,
     ) -> RunResult:
-        if self.session is not None:
+        """Run argv in the candidate's sandbox. `seccomp` (a `verifiers.seccomp` filter)
+        takes a sandbox of its own for this run: a session's jobs share one filter."""
+        if self.session is not None and seccomp is None:
             res = self.session.run(argv, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal)
         else:
             res = self.sandbox.run(
-                argv, self.workdir, timeout_s=timeout_s, cpu_s=cpu_s, self_signal=self_signal
+                argv,
+                self.workdir,
+                timeout_s=timeout_s,
+                cpu_s=cpu_s,
+                self_signal=self_signal,
+                seccomp=seccomp,
             )
         self.tool_seconds += res.seconds
         if self.trace is not None:

@@ -152,6 +152,7 @@ class Domain:
 BUILTIN = (
     "verifiers.cad.domain:DOMAIN",
     "verifiers.kernels.domain:CUDA",
+    "verifiers.embedded.domain:DOMAIN",
     "verifiers.rtl.domain:DOMAIN",
     "verifiers.kernels.domain:TRITON",
 )

@@ -429,6 +429,10 @@ def confined_argv(c: Confinement, lim: Limits, root: bool) -> list[str]:
         cmd.append("--new-session")
     for src in _RO_SYSTEM:
         if os.path.exists(src):
+            # a parent bwrap would make itself (/etc) is mode 0700: the sandbox uid could not
+            # reach what is bound under it (/etc/alternatives, the arm toolchain's headers)
+            for parent in reversed(Path(src).parents[:-1]):
+                cmd += ["--perms", "0755", "--dir", str(parent)]
             cmd += ["--ro-bind", src, src]
     for target, link in _SYMLINKS:
         if os.path.exists("/" + target):
@@ -568,12 +572,14 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         guest_work: str = "/work",
         self_signal: bool = False,
+        seccomp: bytes | None = None,
     ) -> RunResult:
         """Run argv confined; `timeout_s` / `cpu_s` override the Limits for this run.
         `ro_binds`: (host, guest) pairs; `ro_dirs`: host dirs seen at their own path (pick
         a `guest_work` that is not above one of them: the work dir's bind would hide it).
         `self_signal`: argv runs the candidate's code as a process (not a tool reading its
-        text), which may SIGKILL itself: `Stop.self_signal`."""
+        text), which may SIGKILL itself: `Stop.self_signal`. `seccomp`: a BPF program
+        (`verifiers.seccomp`) bwrap loads for the whole command tree; refused unconfined."""
         lim = self.limits
         timeout = lim.timeout_s if timeout_s is None else timeout_s
         c = Confinement(
@@ -581,15 +587,33 @@ class Sandbox:
         )
         budget = cpu_s or lim.cpu_s
         shell = limits_shell(lim, budget, self.drop_uid, status=True)
-        return run_capped(
-            [*confined_argv(c, lim, self._drop_uid), *shell, *argv],
-            cwd=workdir,
-            env=host_env(c, lim),
-            timeout_s=timeout,
-            cap=lim.output_bytes,
-            cpu_budget_s=budget,
-            self_signal=self_signal,
-        )
+        confined = confined_argv(c, lim, self._drop_uid)
+        fds: tuple[int, ...] = ()
+        if seccomp is not None:
+            if lim.unconfined:
+                raise SandboxUnavailable(
+                    "this run needs its seccomp filter, which only the sandbox (bwrap) loads: "
+                    "run it confined"
+                )
+            fd = os.memfd_create("crucible-seccomp")
+            os.write(fd, seccomp)
+            os.lseek(fd, 0, os.SEEK_SET)
+            fds = (fd,)
+            confined[1:1] = ["--seccomp", str(fd)]
+        try:
+            return run_capped(
+                [*confined, *shell, *argv],
+                cwd=workdir,
+                env=host_env(c, lim),
+                timeout_s=timeout,
+                cap=lim.output_bytes,
+                cpu_budget_s=budget,
+                self_signal=self_signal,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def session(
         self,
@@ -660,8 +684,10 @@ def run_capped(
     cap: int,
     cpu_budget_s: float | None = None,
     self_signal: bool = False,
+    pass_fds: Sequence[int] = (),
 ) -> RunResult:
     """Run `cmd` (a `limits_shell` command) with its output capped and its time bounded.
+    `pass_fds`: descriptors the sandbox itself reads (bwrap's `--seccomp FD`).
     A wall-clock kill is measured first (`tree_snapshot`), the end by `wait4`'s rusage
     (the whole tree, every process reaped by its parent): `RunResult.stop`."""
     oom0 = oom_kills()
@@ -676,6 +702,7 @@ def run_capped(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group, killed whole on timeout
+            pass_fds=tuple(pass_fds),
         )
     finally:
         os.close(status_w)

@@ -34,6 +34,11 @@ CODES: dict[str, tuple[str, str]] = {
     "wrong_api": (API, "a library call the API does not offer or takes other arguments"),
     "launch_arg_mismatch": (API, "a kernel launched with arguments unlike its parameters"),
     "bad_selector": (API, "a CadQuery selector string that does not parse"),
+    "api_not_allowed": (
+        API,
+        "calls a HAL / library function the task's API surface does not allow",
+    ),
+    "api_not_used": (API, "never calls a HAL function the task requires"),
     "cad_operation_failed": (
         API,
         "a CadQuery / OCC operation refused this geometry (fillet, shell, boolean, loft)",
@@ -80,6 +85,20 @@ CODES: dict[str, tuple[str, str]] = {
     ),
     "geometry_misplaced": (FUNCTIONAL, "the right shape in the wrong place"),
     "surface_deviation": (FUNCTIONAL, "surfaces differ past the tolerance (a small feature)"),
+    "semihosting_call": (FUNCTIONAL, "firmware code that traps to the emulator's host itself"),
+    "forbidden_host_call": (
+        FUNCTIONAL,
+        "firmware that asked the host to run a program or open files",
+    ),
+    "hard_fault": (FUNCTIONAL, "the firmware faulted (HardFault, BusFault, UsageFault, MemManage)"),
+    "unhandled_interrupt": (
+        FUNCTIONAL,
+        "an interrupt reached the default handler (its handler is missing or misspelt)",
+    ),
+    "event_missing": (FUNCTIONAL, "the test waited for an interrupt or event that never came"),
+    "exit_code_mismatch": (FUNCTIONAL, "the firmware's test ended with another exit code"),
+    "uart_mismatch": (FUNCTIONAL, "the UART transcript differs from the expected one"),
+    "register_mismatch": (FUNCTIONAL, "peripheral registers written with other values"),
     # format: no usable code
     "empty_code": (FORMAT, "the candidate is empty"),
     "not_text": (FORMAT, "the candidate is not UTF-8 text"),
@@ -100,6 +119,12 @@ CODES: dict[str, tuple[str, str]] = {
         RESOURCE,
         "a launch past the device's grid/block/shared/register limits",
     ),
+    "firmware_hang": (
+        TIMEOUT,
+        "the firmware never finished (a loop, an interrupt that never came)",
+    ),
+    "firmware_too_large": (RESOURCE, "the firmware does not fit the chip's flash or RAM"),
+    "trace_limit": (RESOURCE, "more peripheral accesses than the register trace holds"),
     "kernel_timeout": (TIMEOUT, "the candidate's kernels did not finish in the wall-clock limit"),
     # infra: never the candidate's fault
     "tool_missing": (INFRA, "a required tool is not installed"),
@@ -114,6 +139,10 @@ CODES: dict[str, tuple[str, str]] = {
     "killed_externally": (
         INFRA,
         "killed by a signal it did not cause (the OOM killer, a kill from outside)",
+    ),
+    "emulator_unmodelled_register": (
+        INFRA,
+        "the firmware polls a register the emulator does not model: an emulator limit",
     ),
     "gpu_memory": (INFRA, "the GPU had no room for the job (other jobs held the card)"),
 }

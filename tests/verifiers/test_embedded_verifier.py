@@ -1,0 +1,374 @@
+"""The embedded verifier, gate by gate: the fixture task's reference passes, and for every
+gate a wrong candidate fails it with the right status and code (tests/fixtures/embedded).
+
+Needs arm-none-eabi-gcc, qemu-system-arm and bwrap (`bash infra/install-toolchains.sh
+embedded`); skipped without them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.embedded import emulator
+from verifiers.embedded.verifier import EmbeddedVerifier
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "embedded" / "board"
+TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "bwrap")
+pytestmark = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS),
+    reason="embedded toolchain missing: bash infra/install-toolchains.sh embedded",
+)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(FIXTURE, "embedded")
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    return EmbeddedVerifier()
+
+
+@pytest.fixture(scope="module")
+def ref(task):
+    return task.reference
+
+
+def edit(code: str, old: str, new: str) -> str:
+    assert old in code, old
+    return code.replace(old, new, 1)
+
+
+def failed_gate(v) -> str:
+    return next(c.name for c in v.checks if not c.ok)
+
+
+def test_reference_passes_every_gate(task, verifier, ref):
+    v = verifier.verify(task, ref)
+    assert v.status is Status.PASS, v.feedback
+    assert [c.name for c in v.checks] == ["format", *verifier.gates]
+    assert v.metrics["exit_code"] == 7 and v.metrics["flash_bytes"] > 0
+    assert {a.name for a in v.artifacts} >= {"uart.txt", "register_trace.txt"}
+    assert "arm-none-eabi-gcc" in v.toolchain and "qemu-system-arm" in v.toolchain
+
+
+# --- compile -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "old,new,code",
+    [
+        ("tick_count++;", "tick_count++", "syntax_error"),
+        ("USART1->BRR =", "USART1->BAUD =", "wrong_api"),  # no such register
+        ('#include "stm32f4.h"', '#include "stm32f4xx_hal.h"', "wrong_api"),
+        ("void led(int on) {", "void led(int on, int x) {", "type_error"),  # not the interface
+        ("tick_count++;", "tick_count++; undeclared_counter++;", "undeclared_identifier"),
+        # a HAL function that does not exist: an implicit declaration, refused as `api`
+        ("tick_count++;", "tick_count++; hal_systick_clear();", "undefined_symbol"),
+    ],
+)
+def test_compile_errors_are_parsed(task, verifier, ref, old, new, code):
+    v = verifier.verify(task, edit(ref, old, new))
+    assert (v.status, v.code, failed_gate(v)) == (Status.COMPILE_ERROR, code, "compile"), v.feedback
+    assert "line " in v.feedback or "#include" in v.feedback
+
+
+def test_an_include_the_task_does_not_allow_is_refused(task, verifier, ref):
+    v = verifier.verify(task, edit(ref, "#include <stdint.h>", "#include <string.h>"))
+    assert (v.status, v.code) == (Status.COMPILE_ERROR, "wrong_api")
+    assert "not allowed" in v.checks[-1].detail
+
+
+# --- link --------------------------------------------------------------------------------
+
+
+def test_a_missing_interface_function_is_format_error(task, verifier, ref):
+    v = verifier.verify(task, edit(ref, "uint32_t ticks(void) { return tick_count; }", ""))
+    assert (v.status, v.code) == (Status.FORMAT_ERROR, "missing_entry_point"), v.feedback
+    assert "ticks" in v.feedback
+
+
+def test_an_undefined_reference_is_api_with_the_symbol(task, verifier, ref):
+    code = "void hal_watchdog_kick(void);\n" + edit(
+        ref, "tick_count++;", "tick_count++; hal_watchdog_kick();"
+    )
+    v = verifier.verify(task, code)
+    assert (v.status, v.code, failed_gate(v)) == (Status.COMPILE_ERROR, "undefined_symbol", "link")
+    assert v.category == "api" and v.metrics["missing_symbol"] == "hal_watchdog_kick"
+
+
+def test_a_hal_call_the_task_does_not_allow_is_refused(task, verifier, ref):
+    code = '#include "hal.h"\n' + edit(
+        ref, "void led(int on) {", "void led(int on) {\n  hal_gpio_toggle(GPIOA, 5);"
+    )
+    t = _with(task, interface={**task.interface, "headers": [*task.interface["headers"], "hal.h"]})
+    v = verifier.verify(t, code)
+    assert (v.status, v.code, failed_gate(v)) == (Status.COMPILE_ERROR, "api_not_allowed", "link")
+    assert "hal_gpio_toggle" in v.feedback
+
+
+def test_a_required_hal_call_must_be_made(task, verifier, ref):
+    iface = {**task.interface, "allowed_api": ["hal_uart_init"], "required_api": ["hal_uart_init"]}
+    v = verifier.verify(_with(task, interface=iface), ref)
+    assert (v.status, v.code) == (Status.COMPILE_ERROR, "api_not_used"), v.feedback
+
+
+def test_the_harness_symbols_are_not_the_candidates(task, verifier, ref):
+    v = verifier.verify(task, ref + "\nvoid HardFault_Handler(void) { for (;;) {} }\n")
+    assert (v.status, failed_gate(v)) == (Status.COMPILE_ERROR, "link"), v.feedback
+    assert "multiple definition" in v.feedback
+    code = (
+        ref
+        + "\nvoid crucible_report(const char *k, uint32_t v);\n"
+        + 'void x(void) { crucible_report("a", 1); }\n'
+    )
+    v = verifier.verify(task, code)
+    assert (v.status, v.code) == (Status.COMPILE_ERROR, "api_not_allowed"), v.feedback
+
+
+def test_a_semihosting_trap_in_the_candidate_is_rejected(task, verifier, ref):
+    code = edit(ref, "tick_count++;", 'tick_count++; __asm__ volatile("bkpt 0xab");')
+    v = verifier.verify(task, code)
+    assert (v.status, v.code, failed_gate(v)) == (Status.REJECTED, "semihosting_call", "link")
+    raw = edit(ref, "tick_count++;", 'tick_count++; __asm__ volatile(".short 0xbeab");')
+    assert verifier.verify(task, raw).code == "semihosting_call"
+
+
+# --- size --------------------------------------------------------------------------------
+
+
+def test_a_firmware_that_does_not_fit_is_resource_limit(task, verifier, ref):
+    big = ref + "\nuint8_t huge[200 * 1024];\nvoid touch(void) { huge[5] = 1; }\n"
+    big = edit(big, "void led(int on) {", "void touch(void);\nvoid led(int on) {\n  touch();")
+    v = verifier.verify(task, big)
+    assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "firmware_too_large"), v.feedback
+    tight = _with(task, harness={**task.harness, "max_flash": 1024})
+    v = verifier.verify(tight, ref)
+    assert (v.status, v.code, failed_gate(v)) == (
+        Status.RESOURCE_LIMIT,
+        "firmware_too_large",
+        "size",
+    )
+
+
+# --- boot --------------------------------------------------------------------------------
+
+
+def test_a_fault_reports_its_registers_and_pc(task, verifier, ref):
+    v = verifier.verify(
+        task, edit(ref, "void led(int on) {", "void led(int on) {\n  __builtin_trap();")
+    )
+    assert (v.status, v.code, failed_gate(v)) == (Status.RUNTIME_ERROR, "hard_fault", "boot"), (
+        v.feedback
+    )
+    assert "UsageFault" in v.feedback and "UNDEFINSTR" in v.feedback
+    assert "led+0x" in v.feedback  # the faulting PC, named
+    bad_addr = edit(
+        ref, "void led(int on) {", "void led(int on) {\n  *(volatile uint32_t *)0xA0001000 = 1;"
+    )
+    v = verifier.verify(task, bad_addr)
+    assert v.code == "hard_fault" and "BusFault" in v.feedback, v.feedback
+
+
+def test_a_misspelt_handler_falls_to_the_default_handler(task, verifier, ref):
+    v = verifier.verify(task, edit(ref, "void SysTick_Handler(void)", "void Systick_Handler(void)"))
+    assert (v.status, v.code, failed_gate(v)) == (
+        Status.RUNTIME_ERROR,
+        "unhandled_interrupt",
+        "boot",
+    )
+    assert "SysTick_Handler is not defined" in v.feedback and "Systick_Handler" in v.feedback
+
+
+def test_a_busy_hang_is_timeout(task, verifier, ref):
+    v = verifier.verify(
+        task,
+        edit(ref, "void led(int on) {", "void led(int on) {\n  for (;;) {}"),
+        Limits(timeout_s=3, cpu_s=1),
+    )
+    assert (v.status, v.code) == (Status.TIMEOUT, "cpu_limit"), v.feedback
+
+
+def test_a_missing_volatile_on_the_isr_counter_hangs_or_fails(task, verifier, ref):
+    code = edit(ref, "static volatile uint32_t tick_count;", "static uint32_t tick_count;")
+    code = edit(
+        code,
+        "uint32_t ticks(void) { return tick_count; }",
+        "uint32_t ticks(void) { uint32_t t = tick_count; while (t == tick_count) {} return t; }",
+    )
+    v = verifier.verify(task, code, Limits(timeout_s=3, cpu_s=1))
+    assert v.status is Status.TIMEOUT, v.feedback
+
+
+def test_waiting_on_an_unmodelled_ready_bit_is_the_emulators_limit(task, verifier, ref):
+    """A PLL start-up that waits for RCC->CR.PLLRDY: QEMU never sets it (RCC is not
+    modelled), so the firmware spins; that is infra, never the candidate's label."""
+    pll = edit(
+        ref,
+        "void board_init(void) {",
+        "void board_init(void) {\n  RCC->CR |= RCC_CR_PLLON;\n"
+        "  while (!(RCC->CR & RCC_CR_PLLRDY)) {\n  }",
+    )
+    v = verifier.verify(task, pll)
+    assert (v.status, v.code) == (Status.INFRA_ERROR, "emulator_unmodelled_register"), v.feedback
+    assert v.metrics["unmodelled_register"] == "RCC+0x000"
+
+
+def test_an_uart_flood_is_resource_limit(task, verifier, ref):
+    code = edit(
+        ref, "void led(int on) {", 'void led(int on) {\n  for (;;) say("flood flood flood\\n");'
+    )
+    v = verifier.verify(task, code)
+    assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "output_limit"), v.feedback
+
+
+def test_a_register_loop_overflows_the_trace(task, verifier, ref):
+    code = edit(ref, "void led(int on) {", "void led(int on) {\n  for (;;) GPIOA->ODR ^= 1;")
+    v = verifier.verify(task, code)
+    assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "trace_limit"), v.feedback
+
+
+# --- judges --------------------------------------------------------------------------------
+
+
+def test_a_wrong_exit_code_fails_exit(task, verifier, ref):
+    t = _with(task, harness={**task.harness, "exit_code": 3})
+    v = verifier.verify(t, ref)
+    assert (v.status, v.code, failed_gate(v)) == (Status.WRONG_ANSWER, "exit_code_mismatch", "exit")
+
+
+def test_a_wrong_baud_divisor_fails_uart(task, verifier, ref):
+    v = verifier.verify(
+        task, edit(ref, "(16000000UL + 115200UL / 2) / 115200UL", "16000000UL / 9600UL")
+    )
+    assert (v.status, v.code, failed_gate(v)) == (Status.WRONG_ANSWER, "uart_mismatch", "uart")
+    assert "@brr=0x0000008b" in v.feedback and "0x00000682" in v.feedback
+
+
+def test_printing_the_expected_lines_does_not_pass(task, verifier, ref):
+    """A forged report: the candidate prints what the harness would, and skips the work."""
+    forged = edit(ref, "  RCC->APB2ENR |= RCC_APB2ENR_USART1EN;\n", "")
+    forged = edit(
+        forged,
+        "void say(const char *text) {",
+        'void say(const char *text) {\n  text = "hello\\n@brr=0x0000008b\\n@cr1=0x0000200c\\n'
+        '@load=0x00003e7f\\n@prio=0x00000020\\n@ticked=0x00000001\\n";',
+    )
+    v = verifier.verify(task, forged)
+    assert not v.passed
+    assert v.code in ("uart_mismatch", "register_mismatch"), v.feedback
+
+
+@pytest.mark.parametrize(
+    "old,new,why",
+    [
+        ("  RCC->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;\n", "", "was never written"),  # clock missing
+        ("(GPIO_MODER_OUTPUT << 10)", "(GPIO_MODER_OUTPUT << 12)", "MODER"),  # wrong bit
+        ("GPIOA->BSRR = on ?", "GPIOA->ODR = on ?", "BSRR"),  # wrong register
+    ],
+)
+def test_wrong_register_writes_fail_registers(task, verifier, ref, old, new, why):
+    v = verifier.verify(task, edit(ref, old, new))
+    assert (v.status, v.code, failed_gate(v)) == (
+        Status.WRONG_ANSWER,
+        "register_mismatch",
+        "registers",
+    )
+    assert why in v.feedback
+
+
+def test_a_wrong_priority_is_seen_through_the_harness(task, verifier, ref):
+    v = verifier.verify(
+        task, edit(ref, "NVIC_SetPriority(SysTick_IRQn, 2);", "NVIC_SetPriority(SysTick_IRQn, 3);")
+    )
+    assert (v.code, failed_gate(v)) == ("uart_mismatch", "uart")
+    assert "@prio=0x00000030" in v.feedback
+
+
+# --- the emulator's reach ------------------------------------------------------------------
+
+
+class _NoTrapCheck(EmbeddedVerifier):
+    """Test-only: lets a semihosting trap through the link gate, to show what the runtime
+    does with it."""
+
+    def refuse_traps(self, obj) -> None:
+        return None
+
+
+SEMIHOST = """
+static int semihost(uint32_t op, void *arg) {
+  register uint32_t r0 __asm__("r0") = op;
+  register void *r1 __asm__("r1") = arg;
+  __asm__ volatile("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
+  return (int)r0;
+}
+"""
+
+
+def test_semihosting_cannot_write_files_or_run_programs(task, ref, tmp_path):
+    verifier = _NoTrapCheck(keep_workdirs=tmp_path)
+    opener = SEMIHOST + edit(
+        ref,
+        "void led(int on) {",
+        """void led(int on) {
+  static const char name[] = "planted.txt";
+  static const char err[] = "/dev/stderr";
+  uint32_t a[3] = {(uint32_t)name, 4, sizeof(name) - 1};
+  uint32_t b[3] = {(uint32_t)err, 4, sizeof(err) - 1};
+  if (semihost(0x01, a) != -1 || semihost(0x01, b) != -1) {
+    for (;;) {}
+  }""",
+    )
+    v = verifier.verify(task, opener)
+    assert v.status is Status.PASS, v.feedback  # both opens refused: the firmware goes on
+    assert not list(tmp_path.glob("*/planted.txt"))
+    system = SEMIHOST + edit(
+        ref,
+        "void led(int on) {",
+        """void led(int on) {
+  static const char cmd[] = "touch /work/ran";
+  uint32_t a[2] = {(uint32_t)cmd, sizeof(cmd) - 1};
+  semihost(0x12, a);""",
+    )
+    v = verifier.verify(task, system)
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "forbidden_host_call"), v.feedback
+    assert not list(tmp_path.glob("*/ran"))
+
+
+def test_the_same_firmware_gives_the_same_trace(task, verifier, ref):
+    a, b = verifier.verify(task, ref), verifier.verify(task, ref)
+    assert a.metrics["trace_sha"] == b.metrics["trace_sha"]
+    assert (a.status, a.code) == (b.status, b.code)
+
+
+def test_the_unimp_trace_parser():
+    q = emulator.Qemu()
+    run = q.parse(
+        0,
+        "",
+        "RCC: unimplemented device write (size 4, offset 0x030, value 0x00000001)\n"
+        "GPIOA: unimplemented device read  (size 4, offset 0x010)\nnoise\n",
+        False,
+    )
+    assert [a.show() for a in run.accesses] == ["RCC+0x030 <- 0x00000001", "GPIOA+0x010 read"]
+    assert run.errors == ["noise"] and run.writes("RCC", 0x30) == [1]
+    spin = q.parse(0, "", "RCC: unimplemented device read  (size 4, offset 0x000)\n" * 300, True)
+    assert spin.spin() is not None
+    mixed = (
+        "RCC: unimplemented device read  (size 4, offset 0x000)\n"
+        "GPIOA: unimplemented device read  (size 4, offset 0x010)\n"
+    )
+    assert q.parse(0, "", mixed * 200, True).spin() is None
+
+
+def _with(task, **changes):
+    import dataclasses
+
+    return dataclasses.replace(task, **changes)

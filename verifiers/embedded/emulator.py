@@ -1,0 +1,175 @@
+"""The emulator behind the embedded verifier, as one small interface.
+
+An `Emulator` turns a firmware ELF into an argv to run in the sandbox, and the run's
+output into an `EmulatorRun`: exit code, UART transcript, and the trace of accesses to
+peripherals the emulator does not model. The verifier never looks at the emulator's
+output itself.
+
+`Qemu` is the one backend: `qemu-system-arm -M netduinoplus2` (an STM32F405, the
+STM32F407's peripheral map). It models the Cortex-M4 core (NVIC, SysTick, SCB, FPU),
+USART1-6, TIM2-5, ADC1-3, SPI1-3, EXTI and SYSCFG; RCC, GPIO, DMA, PWR and FLASH are
+"unimplemented devices": writes are dropped, reads return 0, and `-d unimp` logs each
+access, which is the register trace. The exit code comes from semihosting
+SYS_EXIT_EXTENDED; USART1 is the run's stdout; the trace is its stderr (a firmware
+reaches neither stream by semihosting: the console is a null device, and the sandbox's
+seccomp filter refuses any file open for writing). `-icount shift=0,sleep=off` makes
+virtual time the instruction count: the same firmware gives the same run, and a firmware
+waiting for an interrupt skips ahead to it instead of sleeping.
+
+A Renode backend (the emulator of the seed paper; not installable here) would implement
+the same two methods: `argv` would start `renode --console --disable-xwt` on a script
+that loads the ELF on an STM32F4 platform with a UART analyzer on stdout, and `parse`
+would read Renode's peripheral access log (`sysbus LogPeripheralAccess`) instead of QEMU's
+unimp lines. Renode models RCC and GPIO, so fewer firmwares would hit
+`emulator_unmodelled_register`, and its `emulation RunFor` gives an instruction budget
+QEMU 7.2 lacks (there the budget is the run's CPU seconds under -icount).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# QEMU's unimp lines: "RCC: unimplemented device write (size 4, offset 0x030, value 0x1)"
+_UNIMP = re.compile(
+    r"^(?P<dev>[\w\[\].-]+): unimplemented device (?P<op>read|write)\s+"
+    r"\(size (?P<size>\d+), offset 0x(?P<off>[0-9a-fA-F]+)(?:, value 0x(?P<val>[0-9a-fA-F]+))?\)$"
+)
+# a firmware stuck on a status bit the emulator never sets reads the same register again and
+# again with nothing else in between: this many in a row at the end of the trace
+SPIN_READS = 200
+
+
+@dataclass(frozen=True)
+class Access:
+    device: str
+    op: str  # "read" or "write"
+    offset: int
+    size: int
+    value: int | None = None  # writes only
+
+    def show(self) -> str:
+        if self.op == "write":
+            return f"{self.device}+0x{self.offset:03x} <- 0x{self.value or 0:08x}"
+        return f"{self.device}+0x{self.offset:03x} read"
+
+
+@dataclass
+class EmulatorRun:
+    exit_code: int | None  # None: the emulator did not exit on its own
+    uart: str
+    accesses: list[Access] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the emulator's own complaints
+    trace_truncated: bool = False
+
+    def writes(self, device: str, offset: int) -> list[int]:
+        return [
+            a.value or 0
+            for a in self.accesses
+            if a.op == "write" and a.device == device and a.offset == offset
+        ]
+
+    def spin(self) -> Access | None:
+        """The unmodelled register the firmware ended polling, if it did (SPIN_READS reads
+        of it in a row at the end of the trace)."""
+        tail = self.accesses[-SPIN_READS:]
+        if len(tail) < SPIN_READS or tail[0].op != "read":
+            return None
+        first = tail[0]
+        if all(
+            a.op == "read" and (a.device, a.offset) == (first.device, first.offset) for a in tail
+        ):
+            return first
+        return None
+
+    def trace_summary(self, limit: int = 40) -> str:
+        """The writes of the trace, for feedback (reads are summarised by count)."""
+        writes = [a.show() for a in self.accesses if a.op == "write"]
+        reads = Counter(f"{a.device}+0x{a.offset:03x}" for a in self.accesses if a.op == "read")
+        lines = writes[:limit]
+        if len(writes) > limit:
+            lines.append(f"... {len(writes) - limit} more writes")
+        if reads:
+            lines.append("reads: " + ", ".join(f"{k} x{n}" for k, n in reads.most_common(8)))
+        return "\n".join(lines)
+
+
+class Emulator(Protocol):
+    name: str  # the tool, as the verifier's toolchain names it
+    binary: str
+
+    def argv(self, elf: str, *, uart_input: str | None) -> list[str]:
+        """The command that boots `elf` (a path in the work dir); `uart_input`: a file in
+        the work dir whose bytes arrive on the UART's receiver."""
+        ...
+
+    def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun: ...
+
+
+class Qemu:
+    name = "qemu-system-arm"
+    binary = "qemu-system-arm"
+    machine = "netduinoplus2"
+    # QEMU's own seccomp, on top of the sandbox's: a semihosting SYS_SYSTEM (fork + exec)
+    # kills it with SIGSYS instead of running a shell
+    SANDBOX = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+
+    def argv(self, elf: str, *, uart_input: str | None) -> list[str]:
+        qemu = [
+            self.binary,
+            "-M",
+            self.machine,
+            "-no-user-config",  # no /etc/qemu (the sandbox cannot read /etc)
+            "-nodefaults",
+            "-nographic",
+            "-monitor",
+            "none",
+            "-serial",
+            "stdio",  # USART1 <-> stdin/stdout
+            "-chardev",
+            "null,id=semihost",
+            "-semihosting-config",
+            "enable=on,target=native,chardev=semihost",
+            "-sandbox",
+            self.SANDBOX,
+            "-icount",
+            "shift=0,sleep=off",
+            "-d",
+            "unimp",
+            "-kernel",
+            elf,
+        ]
+        if uart_input is None:
+            return qemu
+        # the sandbox gives its command /dev/null as stdin: a shell puts the input there
+        return ["/bin/sh", "-c", 'exec "$@" < "$0"', uart_input, *qemu]
+
+    def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun:
+        accesses, errors = [], []
+        for line in stderr.splitlines():
+            m = _UNIMP.match(line.strip())
+            if m:
+                val = m["val"]
+                accesses.append(
+                    Access(
+                        m["dev"],
+                        m["op"],
+                        int(m["off"], 16),
+                        int(m["size"]),
+                        int(val, 16) if val is not None else None,
+                    )
+                )
+            elif line.strip():
+                errors.append(line.strip())
+        return EmulatorRun(
+            exit_code=returncode,
+            uart=stdout,
+            accesses=accesses,
+            errors=errors,
+            trace_truncated=truncated,
+        )
+
+
+BACKENDS: dict[str, Emulator] = {"qemu": Qemu()}

@@ -1,0 +1,119 @@
+/* The test harness library: report lines on USART1 (written at register level, so a task
+   whose subject is the UART driver never depends on the candidate's), and the exit through
+   semihosting. The semihosting trap lives here only: the verifier refuses a candidate
+   object that holds one (BKPT 0xAB). */
+#include "harness.h"
+
+#include "stm32f4.h"
+
+static void put(char c) {
+  while (!(USART1->SR & USART_SR_TXE)) {
+  }
+  USART1->DR = (uint32_t)(uint8_t)c;
+}
+
+static void puts_raw(const char *s) {
+  while (*s) {
+    put(*s++);
+  }
+}
+
+static void hex(uint32_t v, int digits) {
+  static const char d[] = "0123456789abcdef";
+  for (int i = digits - 1; i >= 0; i--) {
+    put(d[(v >> (4 * i)) & 0xFu]);
+  }
+}
+
+static void dec(int32_t v) {
+  char buf[12];
+  int n = 0;
+  uint32_t u = v < 0 ? (uint32_t)(-(v + 1)) + 1u : (uint32_t)v;
+  if (v < 0) {
+    put('-');
+  }
+  do {
+    buf[n++] = (char)('0' + u % 10u);
+    u /= 10u;
+  } while (u);
+  while (n) {
+    put(buf[--n]);
+  }
+}
+
+void crucible_print(const char *text) { puts_raw(text); }
+
+static void key(const char *k) {
+  put('@');
+  puts_raw(k);
+  put('=');
+}
+
+void crucible_report(const char *k, uint32_t v) {
+  key(k);
+  puts_raw("0x");
+  hex(v, 8);
+  put('\n');
+}
+
+void crucible_report_dec(const char *k, int32_t v) {
+  key(k);
+  dec(v);
+  put('\n');
+}
+
+void crucible_report_mem(const char *k, const void *p, uint32_t n) {
+  const uint8_t *b = (const uint8_t *)p;
+  key(k);
+  for (uint32_t i = 0; i < n; i++) {
+    hex(b[i], 2);
+  }
+  put('\n');
+}
+
+void crucible_fault_report(const char *name, uint32_t cfsr, uint32_t hfsr, uint32_t mmfar,
+                           uint32_t bfar, uint32_t pc, uint32_t lr) {
+  puts_raw("\n!fault ");
+  puts_raw(name);
+  puts_raw(" CFSR=0x");
+  hex(cfsr, 8);
+  puts_raw(" HFSR=0x");
+  hex(hfsr, 8);
+  puts_raw(" MMFAR=0x");
+  hex(mmfar, 8);
+  puts_raw(" BFAR=0x");
+  hex(bfar, 8);
+  puts_raw(" PC=0x");
+  hex(pc, 8);
+  puts_raw(" LR=0x");
+  hex(lr, 8);
+  put('\n');
+}
+
+void crucible_unhandled_report(int32_t irq) {
+  puts_raw("\n!unhandled_irq ");
+  dec(irq);
+  put('\n');
+}
+
+void crucible_wait(volatile uint32_t *flag, uint32_t value, uint32_t loops) {
+  while (loops--) {
+    if (*flag == value) {
+      return;
+    }
+  }
+  puts_raw("\n!wait_timeout\n");
+  crucible_exit(CRUCIBLE_EXIT_WAIT);
+}
+
+/* SYS_EXIT_EXTENDED (0x20): {ADP_Stopped_ApplicationExit, code}; QEMU exits with `code` */
+void crucible_exit(int code) {
+  static volatile uint32_t block[2];
+  block[0] = 0x20026u;
+  block[1] = (uint32_t)code;
+  register uint32_t r0 __asm__("r0") = 0x20u;
+  register volatile uint32_t *r1 __asm__("r1") = block;
+  __asm__ volatile("bkpt 0xab" : : "r"(r0), "r"(r1) : "memory");
+  for (;;) {
+  }
+}

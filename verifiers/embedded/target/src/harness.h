@@ -1,0 +1,29 @@
+/* The test harness's API: what a task's test main (test.c) calls. Not part of any task's
+   allowed API: a candidate that calls these is refused at the link gate.
+
+   Reports go out on USART1 (QEMU's first serial port, the run's stdout) as lines of their
+   own; the run ends through semihosting SYS_EXIT_EXTENDED with the test main's result. */
+#ifndef CRUCIBLE_HARNESS_H
+#define CRUCIBLE_HARNESS_H
+
+#include <stdint.h>
+
+#define CRUCIBLE_EXIT_FAULT 250         /* a fault handler ran */
+#define CRUCIBLE_EXIT_UNHANDLED_IRQ 251 /* an interrupt reached Default_Handler */
+#define CRUCIBLE_EXIT_WAIT 252          /* crucible_wait gave up */
+
+void crucible_print(const char *text);             /* raw text on the report port */
+void crucible_report(const char *key, uint32_t v); /* "@key=0x0000002a\n" */
+void crucible_report_dec(const char *key, int32_t v); /* "@key=-42\n" */
+void crucible_report_mem(const char *key, const void *p, uint32_t n); /* "@key=0a1b..\n" */
+/* spin until *flag == value, at most `loops` polls: a firmware that never gets there exits
+   with CRUCIBLE_EXIT_WAIT (its interrupt never came) instead of hanging */
+void crucible_wait(volatile uint32_t *flag, uint32_t value, uint32_t loops);
+void __attribute__((noreturn)) crucible_exit(int code);
+
+/* used by startup.c */
+void crucible_fault_report(const char *name, uint32_t cfsr, uint32_t hfsr, uint32_t mmfar,
+                           uint32_t bfar, uint32_t pc, uint32_t lr);
+void crucible_unhandled_report(int32_t irq);
+
+#endif

@@ -1,0 +1,500 @@
+"""The embedded verifier: C firmware for the STM32F407, cross-compiled and booted in QEMU.
+
+Gates, in order:
+
+- `compile` (build): arm-none-eabi-gcc -c on the candidate's file alone, against the task's
+  interface prototypes (`-include`) and the target headers; only the headers the task
+  allows may be included. Errors are parsed: syntax, types, undeclared names, implicit
+  declarations (a HAL or CMSIS function that does not exist: `api`).
+- `link` (build): the candidate's object is read on the host first: it must define every
+  interface function, hold no semihosting trap (BKPT 0xAB: only the harness exits the
+  emulator), and call only what the task allows (its `allowed_api`, the C library's string
+  and memory functions, the compiler's runtime), including each `required_api` function.
+  Then it is linked with the task's test main, the startup code, the harness and the HAL:
+  an undefined reference is `api` with the missing symbols.
+- `size` (build): flash and RAM use against the chip's (and the task's budget).
+- `boot` (run): QEMU runs the ELF in the sandbox, under a seccomp filter that refuses every
+  file open for writing, removal and rename, and QEMU's own seccomp (no process creation):
+  a firmware's semihosting open / remove / system calls fail or end the run. Its outcome:
+  exit code (semihosting), USART1 transcript, the register trace of unmodelled peripherals
+  (emulator.py). A fault, an interrupt with no handler, a hang or a flood end here. A
+  firmware polling a register the emulator does not model (a PLL-ready bit) never gets
+  its bit: that is the emulator's limit, `infra_error` `emulator_unmodelled_register`, never
+  the candidate's label.
+- `exit`, `uart`, `registers` (judge): the exit code, the exact transcript and the
+  expected register writes of the task.
+
+The trust boundary: the verdict comes from QEMU's exit status, its stdout (USART1) and
+its stderr (the unimp trace), pipes the guest cannot open (the semihosting console is a
+null device; the filter refuses write opens of /dev/stderr or /proc/self/fd/N), and from
+the expected values of the Task, which never enter the work dir. Everything the candidate's
+firmware prints is data compared with those values: a forged report line is just a wrong
+transcript.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import stat
+from typing import Any
+
+from verifiers import seccomp
+from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
+from verifiers.contract import Artifact, Status, Task
+from verifiers.embedded import build, errors
+from verifiers.embedded.domain import DOMAIN
+from verifiers.embedded.elf import STT_FUNC, BadElf, Elf, semihosting_traps
+from verifiers.embedded.emulator import BACKENDS, EmulatorRun
+from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS
+from verifiers.feedback import trim
+from verifiers.warm import OutputRefused, read_beneath
+
+INSTALL = "bash infra/install-toolchains.sh embedded"
+# what any candidate may call besides its task's allowed_api: the C library's memory and
+# string functions (GCC emits memcpy / memset calls itself) and the compiler's runtime
+_LIBC_WORDS = "memcpy memset memmove memcmp memchr strlen strnlen strcmp strncmp strcpy strncpy \
+strchr strrchr strcat strncat strstr abs labs"
+LIBC = frozenset(_LIBC_WORDS.split())
+RUNTIME = re.compile(r"__aeabi_\w+|__[a-z0-9]+[23]|__gnu_\w+")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+MAX_OBJECT = 4 * 1024 * 1024
+EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT = 250, 251, 252
+IRQ_NAMES: list[str] = []  # filled from startup.c's vector table on first use
+
+
+class EmbeddedVerifier(Verifier):
+    domain = "embedded"
+    name = "embedded-qemu"
+    version = "1"
+    resource = DOMAIN.resource
+    gates = DOMAIN.gate_names
+    session_sandbox = True  # compile + link share one sandbox; the emulator gets its own
+    tools = (
+        Tool("arm-none-eabi-gcc", build.CC, (build.CC, "--version"), INSTALL),
+        Tool("qemu-system-arm", "qemu-system-arm", ("qemu-system-arm", "--version"), INSTALL),
+        Tool("bwrap", "bwrap", ("bwrap", "--version"), INSTALL),
+    )
+
+    def __init__(self, *args: Any, emulator: str = "qemu", **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.emulator = BACKENDS[emulator]
+
+    # --- format -----------------------------------------------------------------------
+    def check_format(self, task: Task, code: str) -> None:
+        body = _COMMENTS.sub(" ", code)
+        missing = [
+            n for n in _function_names(task) if not re.search(rf"\b{re.escape(n)}\s*\(", body)
+        ]
+        if missing:
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                f"the candidate does not define {', '.join(missing)} (the task's interface: "
+                + "; ".join(task.interface["functions"])
+                + ")",
+            )
+
+    def refuse_traps(self, obj: Elf) -> None:
+        """Only the harness traps to the emulator's host (its exit): a candidate's object
+        that holds the semihosting trap is refused before it runs. (A firmware that jumps
+        to a trap elsewhere still meets the run's seccomp filters.)"""
+        traps = semihosting_traps(obj)
+        if traps:
+            raise GateFail(
+                Status.REJECTED,
+                "semihosting_call",
+                "the candidate's code holds a semihosting trap (BKPT 0xAB) at "
+                + ", ".join(traps)
+                + ": only the harness talks to the host",
+            )
+
+    # --- gates --------------------------------------------------------------------------
+    def gate_compile(self, ctx: Context) -> str:
+        iface = ctx.task.interface
+        allowed = set(iface.get("headers") or ()) | {"stdint.h"}
+        body = _COMMENTS.sub(" ", ctx.code)
+        for header in _INCLUDE.findall(body):
+            if header not in allowed:
+                known = header in TARGET_HEADERS + C_HEADERS
+                why = "not allowed by this task" if known else "not part of this target"
+                raise GateFail(
+                    Status.COMPILE_ERROR,
+                    "wrong_api",
+                    f"#include <{header}>: header {why} (allowed: {', '.join(sorted(allowed))})",
+                )
+        _put(ctx, "cand.c", ctx.code)
+        _put(ctx, "iface.h", build.interface_header(iface["functions"]))
+        for header in build.INCLUDE.glob("*.h"):  # the sandbox sees the work dir only
+            _put(ctx, header.name, header.read_bytes())
+        res = ctx.run(
+            [
+                build.CC,
+                *build.CFLAGS,
+                "-I",
+                ".",
+                "-include",
+                "iface.h",
+                "-c",
+                "cand.c",
+                "-o",
+                "cand.o",
+            ],
+        )
+        fail_on_limit(res, "arm-none-eabi-gcc")
+        log = res.stderr
+        if res.returncode != 0:
+            diags = errors.compile_errors(log)
+            code, name = errors.compile_code(diags)
+            shown = "\n".join(d.show() for d in diags[:12]) or trim(log, 2000)
+            first = diags[0].show() if diags else "the compiler failed"
+            if code == "undefined_symbol" and name:
+                where = "not in hal.h, stm32f4.h or the C library"
+                first = f"{name} is declared nowhere ({where}): {first}"
+            ctx.artifacts.append(Artifact("log", "compile.log", log.encode()))
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                code,
+                first,
+                feedback=shown,
+                metrics={"missing_symbol": name} if code == "undefined_symbol" else None,
+            )
+        warnings = log.count("warning:")
+        ctx.metrics["compile_warnings"] = warnings
+        if warnings:
+            ctx.notes.append("compiler warnings:\n" + trim(log, 1500))
+        return f"compiled ({warnings} warnings)"
+
+    def gate_link(self, ctx: Context) -> str:
+        task, iface = ctx.task, ctx.task.interface
+        obj = _elf(ctx, "cand.o")
+        self.refuse_traps(obj)
+        funcs = {s.name for s in obj.symbols if s.defined and s.is_global and s.type == STT_FUNC}
+        missing = [n for n in _function_names(task) if n not in funcs]
+        if missing:
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                f"the object defines no function {', '.join(missing)}",
+            )
+        version = self.toolchain().get("arm-none-eabi-gcc", "")
+        try:
+            objs = build.harness_objects(version)
+            objs += build.compile_trusted({"test.c": task.harness["test"]}, version).values()
+        except build.HarnessBuildError as e:
+            raise GateFail(Status.INFRA_ERROR, "harness_error", str(e)) from None
+        names = []
+        for i, o in enumerate(objs):
+            name = f"h{i}_{o.name}"
+            _put(ctx, name, o.read_bytes())
+            names.append(name)
+        _put(ctx, "stm32f4.ld", build.LINKER_SCRIPT.read_bytes())
+        res = ctx.run(
+            [build.CC, *build.LDFLAGS, "-T", "stm32f4.ld", "cand.o", *names, "-o", "fw.elf"],
+        )
+        fail_on_limit(res, "arm-none-eabi-ld")
+        if res.returncode != 0:
+            code, summary, symbols = errors.link_problem(res.stderr)
+            ctx.artifacts.append(Artifact("log", "link.log", res.stderr.encode()))
+            status = Status.RESOURCE_LIMIT if code == "firmware_too_large" else Status.COMPILE_ERROR
+            raise GateFail(
+                status,
+                code,
+                summary,
+                feedback=trim(res.stderr, 2000),
+                metrics={"missing_symbol": symbols[0]} if symbols else None,
+            )
+        calls = obj.undefined()
+        allowed = set(iface.get("allowed_api") or ())
+        refused = sorted(
+            n for n in calls if n not in allowed and n not in LIBC and not RUNTIME.fullmatch(n)
+        )
+        if refused:
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "api_not_allowed",
+                f"calls {', '.join(refused)}, which this task does not allow "
+                f"(allowed: {', '.join(sorted(allowed)) or 'register access only, no HAL'})",
+            )
+        unused = [n for n in iface.get("required_api") or () if n not in calls]
+        if unused:
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "api_not_used",
+                f"the task requires calls to {', '.join(unused)}; the candidate makes none",
+            )
+        ctx.state["elf"] = _elf(ctx, "fw.elf")
+        ctx.state["defined"] = obj.defined_globals()
+        return f"linked; calls {', '.join(sorted(calls & allowed)) or 'no HAL function'}"
+
+    def gate_size(self, ctx: Context) -> str:
+        elf: Elf = ctx.state["elf"]
+        flash, ram = _memory_use(elf)
+        ctx.metrics.update(flash_bytes=flash, ram_bytes=ram)
+        budget_flash = min(build.FLASH[1], ctx.task.harness.get("max_flash", build.FLASH[1]))
+        budget_ram = min(
+            build.SRAM[1] - build.MIN_STACK, ctx.task.harness.get("max_ram", build.SRAM[1])
+        )
+        if flash > budget_flash or ram > budget_ram:
+            raise GateFail(
+                Status.RESOURCE_LIMIT,
+                "firmware_too_large",
+                f"flash {flash} B of {budget_flash}, RAM {ram} B of {budget_ram}",
+            )
+        return f"flash {flash} B, RAM {ram} B"
+
+    def gate_boot(self, ctx: Context) -> str:
+        h = ctx.task.harness
+        uart_input = None
+        if h.get("uart_input"):
+            _put(ctx, "uart_in.txt", h["uart_input"].encode())
+            uart_input = "uart_in.txt"
+        timeout = float(h.get("timeout_s", 5.0))
+        try:
+            filt = seccomp.no_writes()
+        except seccomp.SeccompUnsupported as e:
+            raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
+        # the task's own bound, within the run's Limits; the CPU budget runs out first for a
+        # busy hang (SIGXCPU), the wall clock for a firmware asleep in WFI
+        res = ctx.run(
+            self.emulator.argv("fw.elf", uart_input=uart_input),
+            timeout_s=min(ctx.limits.timeout_s, timeout + 1.0),
+            cpu_s=min(ctx.limits.cpu_s, max(1, int(timeout))),
+            seccomp=filt,
+        )
+        truncated = res.output_capped
+        run = self.emulator.parse(res.returncode, res.stdout, res.stderr, truncated)
+        ctx.state["run"] = run
+        _record(ctx, run)
+        spin = run.spin()
+        if spin is not None and (truncated or res.timed_out or res.limit_hit):
+            raise GateFail(
+                Status.INFRA_ERROR,
+                "emulator_unmodelled_register",
+                f"the firmware polls {spin.device}+0x{spin.offset:03x}, a register the "
+                f"emulator does not model (reads return 0 forever): an emulator limit, "
+                f"not the firmware's failure",
+                metrics={"unmodelled_register": f"{spin.device}+0x{spin.offset:03x}"},
+            )
+        if res.signal == signal.SIGSYS:
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "forbidden_host_call",
+                "the firmware asked the host to run a program (semihosting SYS_SYSTEM): refused",
+            )
+        if truncated and len(res.stderr.encode()) >= ctx.limits.output_bytes:
+            raise GateFail(
+                Status.RESOURCE_LIMIT,
+                "trace_limit",
+                f"more accesses to unmodelled peripherals than the trace holds "
+                f"({len(run.accesses)} before the cap): a loop over RCC / GPIO / DMA registers",
+                feedback=run.trace_summary(),
+            )
+        fail_on_limit(res, "the firmware", timeout_code="firmware_hang")
+        if run.errors and not run.uart and res.returncode not in (0, EXIT_FAULT, EXIT_UNHANDLED):
+            raise GateFail(
+                Status.INFRA_ERROR,
+                "tool_crash",
+                f"{self.emulator.name} failed: " + "; ".join(run.errors[:3]),
+            )
+        if run.exit_code == EXIT_FAULT and (fault := errors.fault_report(run.uart)):
+            elf: Elf = ctx.state["elf"]
+            where = elf.function_at(int(fault["pc"]))
+            ctx.metrics["fault"] = {
+                k: (v if isinstance(v, str) else f"0x{v:08x}") for k, v in fault.items()
+            }
+            text = errors.describe_fault(fault, where)
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "hard_fault",
+                text.splitlines()[0],
+                feedback=f"the firmware faulted:\n{text}\nUART before it:\n{trim(run.uart, 1200)}",
+            )
+        if run.exit_code == EXIT_UNHANDLED and (irq := errors.unhandled_irq(run.uart)) is not None:
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "unhandled_interrupt",
+                _unhandled(ctx, irq),
+                feedback=f"{_unhandled(ctx, irq)}\nUART:\n{trim(run.uart, 1200)}",
+            )
+        if run.exit_code == EXIT_WAIT and "!wait_timeout" in run.uart:
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "event_missing",
+                "the test waited for an interrupt or event that never came",
+                feedback=f"UART:\n{trim(run.uart, 1500)}\nregister writes:\n{run.trace_summary()}",
+            )
+        return f"exit {run.exit_code}, {len(run.uart)} B of UART, {len(run.accesses)} trace entries"
+
+    def gate_exit(self, ctx: Context) -> str:
+        run: EmulatorRun = ctx.state["run"]
+        want = int(ctx.task.harness.get("exit_code", 0))
+        if run.exit_code != want:
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "exit_code_mismatch",
+                f"the test main returned {run.exit_code}; expected {want}",
+                feedback=f"exit code {run.exit_code}, expected {want}\n"
+                f"UART:\n{trim(run.uart, 1500)}",
+            )
+        return f"exit code {want}"
+
+    def gate_uart(self, ctx: Context) -> str:
+        want = ctx.task.harness.get("uart")
+        if want is None:
+            return "no transcript expected"
+        run: EmulatorRun = ctx.state["run"]
+        if run.uart == want:
+            return f"transcript matches ({len(want.splitlines())} lines)"
+        got_lines, want_lines = run.uart.splitlines(), want.splitlines()
+        i = next(
+            (k for k, (a, b) in enumerate(zip(got_lines, want_lines, strict=False)) if a != b),
+            min(len(got_lines), len(want_lines)),
+        )
+        got_l = got_lines[i] if i < len(got_lines) else "(end of output)"
+        want_l = want_lines[i] if i < len(want_lines) else "(end of output)"
+        detail = f"UART line {i + 1}: got {got_l!r}, expected {want_l!r}"
+        if got_l == want_l:  # same lines, different bytes (line endings, a last newline)
+            detail = f"UART output differs in line endings: got {run.uart[-40:]!r}"
+        feedback = f"{detail}\nUART so far:\n" + "\n".join(got_lines[max(0, i - 8) : i + 3])
+        raise GateFail(Status.WRONG_ANSWER, "uart_mismatch", detail, feedback=feedback)
+
+    def gate_registers(self, ctx: Context) -> str:
+        expected = ctx.task.harness.get("registers") or []
+        run: EmulatorRun = ctx.state["run"]
+        for reg in expected:
+            writes = run.writes(reg["device"], reg["offset"])
+            mask = reg["mask"]
+            where = f"{reg['device']}->{reg['name']} (offset 0x{reg['offset']:02x})"
+            problem = None
+            if reg.get("absent"):
+                if writes:
+                    problem = f"{where} must not be written; it was written 0x{writes[0]:08x}"
+            elif not writes:
+                problem = f"{where} was never written"
+            elif "value" in reg and writes[-1] & mask != reg["value"] & mask:
+                problem = (
+                    f"{where}: last write 0x{writes[-1]:08x}, expected 0x{reg['value'] & mask:08x}"
+                    f" under mask 0x{mask:08x}"
+                )
+            elif "sequence" in reg:
+                got = [w & mask for w in writes]
+                want = [v & mask for v in reg["sequence"]]
+                if got != want:
+                    problem = (
+                        f"{where}: writes {_hexes(got)}, expected {_hexes(want)} under mask "
+                        f"0x{mask:08x}"
+                    )
+            if problem:
+                raise GateFail(
+                    Status.WRONG_ANSWER,
+                    "register_mismatch",
+                    problem,
+                    feedback=f"{problem}\nregister writes (unmodelled peripherals):\n"
+                    + run.trace_summary(),
+                )
+        return f"{len(expected)} register checks"
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _function_names(task: Task) -> list[str]:
+    from verifiers.embedded.spec import parse_prototype
+
+    return [parse_prototype(p)[1] for p in task.interface["functions"]]
+
+
+def _hexes(values: list[int], most: int = 8) -> str:
+    shown = ", ".join(f"0x{v:x}" for v in values[:most])
+    return f"[{shown}{', ...' if len(values) > most else ''}] ({len(values)} writes)"
+
+
+def _put(ctx: Context, name: str, data: str | bytes) -> None:
+    """A host-written input in the work dir: a new file, never through a planted link."""
+    path = ctx.workdir / name
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", f"{name} is a directory")
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    raw = data.encode() if isinstance(data, str) else data
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), 0o644)
+        f.write(raw)
+
+
+def _elf(ctx: Context, name: str) -> Elf:
+    try:
+        data = read_beneath(ctx.workdir, ctx.workdir / name, MAX_OBJECT)
+        return Elf(data)
+    except (OutputRefused, BadElf, OSError) as e:
+        raise GateFail(Status.COMPILE_ERROR, "compile_error", f"{name}: {e}") from None
+
+
+def _memory_use(elf: Elf) -> tuple[int, int]:
+    """(flash, RAM) bytes: flash holds code, constants and .data's image; RAM .data + .bss."""
+    from verifiers.embedded.elf import SHF_ALLOC, SHT_NOBITS
+
+    flash = ram = 0
+    f0, fl = build.FLASH
+    r0, rl = build.SRAM
+    for s in elf.sections:
+        if not s.flags & SHF_ALLOC or not s.size:
+            continue
+        if f0 <= s.addr < f0 + fl:
+            flash += s.size
+        elif r0 <= s.addr < r0 + rl:
+            ram += s.size
+            if s.type != SHT_NOBITS:
+                flash += s.size
+    return flash, ram
+
+
+def _record(ctx: Context, run: EmulatorRun) -> None:
+    trace = "\n".join(a.show() for a in run.accesses)
+    ctx.metrics.update(
+        exit_code=run.exit_code,
+        uart_bytes=len(run.uart),
+        trace_writes=sum(a.op == "write" for a in run.accesses),
+        trace_reads=sum(a.op == "read" for a in run.accesses),
+        trace_sha=hashlib.sha256(trace.encode()).hexdigest()[:16],
+        emulator=ctx.task.platform.get("emulator", "qemu-system-arm -M netduinoplus2"),
+    )
+    ctx.artifacts.append(Artifact("log", "uart.txt", run.uart.encode()))
+    if trace:
+        ctx.artifacts.append(Artifact("log", "register_trace.txt", trace.encode()))
+
+
+def _irq_names() -> list[str]:
+    if not IRQ_NAMES:
+        src = (build.HARNESS_SRC / "startup.c").read_text()
+        IRQ_NAMES.extend(re.findall(r"^\s+(\w+)_IRQHandler,$", src, re.M))
+    return IRQ_NAMES
+
+
+def _unhandled(ctx: Context, irq: int) -> str:
+    core = {-14: "NMI", -5: "SVC", -4: "DebugMon", -2: "PendSV", -1: "SysTick"}
+    names = _irq_names()
+    if irq in core:
+        handler = f"{core[irq]}_Handler"
+    elif 0 <= irq < len(names):
+        handler = f"{names[irq]}_IRQHandler"
+    else:
+        return f"interrupt {irq} fired with no handler"
+    text = (
+        f"interrupt {irq} fired and its vector is still Default_Handler: {handler} is not defined"
+    )
+    if handler not in ctx.state.get("defined", set()):
+        near = [
+            n for n in ctx.state.get("defined", set()) if n.lower().startswith(handler[:4].lower())
+        ]
+        if near:
+            text += f" (the candidate defines {', '.join(sorted(near))}: a misspelt name?)"
+    return text
