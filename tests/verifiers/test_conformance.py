@@ -1,5 +1,5 @@
 """The conformance suite for the built-in domains: one fixtures class each (rtl, cuda,
-triton, cad), and the rule that every registered domain has one.
+triton, cad, embedded), and the rule that every registered domain has one.
 
 The candidates are the adversarial suite's own where it has them (looked up by case id),
 so a hostile text is written once. GPU domains run their CPU path here (see
@@ -254,6 +254,54 @@ class CadFixtures(DomainFixtures):
 
     def hide_tool(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         python_without(monkeypatch, "cadquery")
+
+
+@fixtures_for_domain
+class EmbeddedFixtures(DomainFixtures):
+    domain = "embedded"
+    task_dir = "tests/fixtures/embedded/board"  # every check kind at once
+
+    @staticmethod
+    def _case(id_: str) -> str:
+        from tests.adversarial.embedded.cases import ALL
+
+        return next(c.code for c in ALL if c.id == id_)
+
+    def make_past_static_gate(self):
+        from tests.adversarial.embedded.test_hostile_embedded import NoTrapCheck
+
+        return NoTrapCheck()
+
+    def wrong(self) -> str:
+        return self.reference().replace("(1UL << 5)", "(1UL << 6)", 1)
+
+    def hang(self) -> str:
+        return self._case("classics-busy_hang")
+
+    def sleeper(self) -> str:
+        # WFI with interrupts off: under -icount sleep=off QEMU spins on it, so the CPU
+        # budget ends it like a busy hang (the candidate's either way)
+        return self._case("classics-wfi_forever")
+
+    def flood(self) -> str:
+        return self._case("classics-uart_flood")
+
+    def fork_bomb(self) -> str:
+        return self._case("classics-fork_bomb")  # semihosting SYS_SYSTEM
+
+    def forged_pass(self) -> str:
+        return self._case("forge-prints_the_expected_transcript")
+
+    def infra_text(self) -> str:
+        # on USART2, a port with nothing attached: the transcript the task checks stays the
+        # reference's, so it earns the reference's pass
+        line = INFRA_TEXT.replace('"', "'")
+        return self.reference().replace(
+            "void led(int on) {",
+            'void led(int on) {\n  for (const char *p = "' + line + '"; *p; p++) '
+            "USART2->DR = (uint8_t)*p;",
+            1,
+        )
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -192,7 +192,9 @@ def test_a_busy_hang_is_timeout(task, verifier, ref):
         edit(ref, "void led(int on) {", "void led(int on) {\n  for (;;) {}"),
         Limits(timeout_s=3, cpu_s=1),
     )
-    assert (v.status, v.code) == (Status.TIMEOUT, "cpu_limit"), v.feedback
+    # its CPU budget, or (on a loaded machine) the wall clock after it had the CPU for it
+    assert (v.status, v.code) in {(Status.TIMEOUT, "cpu_limit"), (Status.TIMEOUT, "firmware_hang")}
+    assert v.status is Status.TIMEOUT, v.feedback
 
 
 def test_a_missing_volatile_on_the_isr_counter_hangs_or_fails(task, verifier, ref):
@@ -224,7 +226,7 @@ def test_an_uart_flood_is_resource_limit(task, verifier, ref):
     code = edit(
         ref, "void led(int on) {", 'void led(int on) {\n  for (;;) say("flood flood flood\\n");'
     )
-    v = verifier.verify(task, code)
+    v = verifier.verify(task, code, Limits(output_bytes=64 * 1024))
     assert (v.status, v.code) == (Status.RESOURCE_LIMIT, "output_limit"), v.feedback
 
 
@@ -372,3 +374,37 @@ def _with(task, **changes):
     import dataclasses
 
     return dataclasses.replace(task, **changes)
+
+
+ECHO_TEST = """
+#include "harness.h"
+#include "stm32f4.h"
+void board_init(void);
+void say(const char *text);
+int crucible_test_main(void) {
+  board_init();
+  crucible_rx_ready();
+  static char line[32];
+  int n = 0;
+  while (n < 31) {
+    while (!(USART1->SR & USART_SR_RXNE)) {
+    }
+    char c = (char)USART1->DR;
+    if (c == '\\n') break;
+    line[n++] = c;
+  }
+  say(line);
+  say("|\\n");
+  return 7;
+}
+"""
+
+
+def test_uart_input_arrives_whole_once_the_receiver_is_on(task, verifier, ref):
+    """QEMU drops bytes that come before the receiver is enabled: the input is held back
+    until the test main says it is ready, so every run reads all of it."""
+    h = {**task.harness, "test": ECHO_TEST, "uart_input": "ping 123\n", "uart": "ping 123|\n",
+         "registers": []}  # fmt: skip
+    t = _with(task, harness=h)
+    verdicts = [verifier.verify(t, ref) for _ in range(8)]
+    assert {(v.status, v.code) for v in verdicts} == {(Status.PASS, "")}, verdicts[0].feedback

@@ -30,13 +30,19 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
+
+FEEDER = Path(__file__).with_name("target") / "uart_feeder.py"  # copied into the work dir
 
 # QEMU's unimp lines: "RCC: unimplemented device write (size 4, offset 0x030, value 0x1)"
 _UNIMP = re.compile(
     r"^(?P<dev>[\w\[\].-]+): unimplemented device (?P<op>read|write)\s+"
     r"\(size (?P<size>\d+), offset 0x(?P<off>[0-9a-fA-F]+)(?:, value 0x(?P<val>[0-9a-fA-F]+))?\)$"
 )
+# "qemu: fatal: Lockup: can't escalate 3 to HardFault", then a register dump (R00=...)
+_LOCKUP = re.compile(r"^qemu: fatal: Lockup\b")
+_REGISTER = re.compile(r"\b(R1[0-5]|R0\d)=([0-9a-f]{8})\b")
 # a firmware stuck on a status bit the emulator never sets reads the same register again and
 # again with nothing else in between: this many in a row at the end of the trace
 SPIN_READS = 200
@@ -63,6 +69,9 @@ class EmulatorRun:
     accesses: list[Access] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the emulator's own complaints
     trace_truncated: bool = False
+    # the core locked up (a fault it could not take: the stack ran out of RAM, a broken
+    # vector table): its registers then, {"R13": sp, "R15": pc, ...}
+    lockup: dict[str, int] | None = None
 
     def writes(self, device: str, offset: int) -> list[int]:
         return [
@@ -102,7 +111,8 @@ class Emulator(Protocol):
 
     def argv(self, elf: str, *, uart_input: str | None) -> list[str]:
         """The command that boots `elf` (a path in the work dir); `uart_input`: a file in
-        the work dir whose bytes arrive on the UART's receiver."""
+        the work dir whose bytes arrive on the UART's receiver once the firmware calls
+        `crucible_rx_ready()` (FEEDER, which the caller copies into the work dir)."""
         ...
 
     def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun: ...
@@ -143,8 +153,8 @@ class Qemu:
         ]
         if uart_input is None:
             return qemu
-        # the sandbox gives its command /dev/null as stdin: a shell puts the input there
-        return ["/bin/sh", "-c", 'exec "$@" < "$0"', uart_input, *qemu]
+        # the input goes in only once the firmware says it is ready (target/uart_feeder.py)
+        return ["python3", "-I", "-B", FEEDER.name, uart_input, "--", *qemu]
 
     def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun:
         accesses, errors = [], []
@@ -163,12 +173,16 @@ class Qemu:
                 )
             elif line.strip():
                 errors.append(line.strip())
+        lockup = None
+        if any(_LOCKUP.search(e) for e in errors):
+            lockup = {r: int(v, 16) for r, v in _REGISTER.findall("\n".join(errors))}
         return EmulatorRun(
             exit_code=returncode,
             uart=stdout,
             accesses=accesses,
             errors=errors,
             trace_truncated=truncated,
+            lockup=lockup,
         )
 
 

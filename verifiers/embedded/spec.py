@@ -9,6 +9,7 @@ target files shipped in this package.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,22 @@ REGISTER_FIELDS = (
 )  # fmt: skip
 
 
+DEFAULT_PLATFORM = {
+    "target": "STM32F407VG (Cortex-M4F, 1 MiB flash, 128 KiB SRAM), HSI 16 MHz, APB undivided",
+    "emulator": "qemu-system-arm 7.2 -M netduinoplus2",
+    "toolchain": "arm-none-eabi-gcc 12.2 -std=gnu11 -O2 -mcpu=cortex-m4 -mfloat-abi=hard "
+    "-mfpu=fpv4-sp-d16, newlib-nano",
+}
+HAL_HEADER = Path(__file__).with_name("target") / "include" / "hal.h"
+_HAL_PROTO = re.compile(r"^([A-Za-z_][\w \*]*\b(hal_\w+)\s*\([^)]*\))\s*;", re.M)
+
+
+@functools.cache
+def hal_prototypes() -> dict[str, str]:
+    """name -> prototype of every function hal.h declares."""
+    return {m[2]: " ".join(m[1].split()) for m in _HAL_PROTO.finditer(HAL_HEADER.read_text())}
+
+
 def parse_prototype(text: str) -> tuple[str, str, str]:
     """(return type, name, parameters) of a C prototype string."""
     m = PROTOTYPE.match(text)
@@ -141,15 +158,28 @@ def load_embedded_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | N
     reference = None
     if "reference" in harness_in:
         reference = read_task_file(toml_path, "harness.reference", harness_in["reference"])
+    # what every embedded prompt and export says about the target (a task may add to it)
+    platform = spec.setdefault("platform", {})
+    if not isinstance(platform, dict):
+        raise TaskSpecError(toml_path, "platform", "a [platform] table", platform)
+    for key, value in DEFAULT_PLATFORM.items():
+        platform.setdefault(key, value)
     iface = {
         "entry": names[0],
         "functions": [" ".join(p.split()).rstrip(";") for p in iface_in["functions"]],
         "handlers": list(iface_in.get("handlers", [])),
         "allowed_api": list(iface_in.get("allowed_api", [])),
         "required_api": list(iface_in.get("required_api", [])),
+        # the allowed HAL functions' prototypes, from hal.h: the API surface a prompt shows
+        "api": [
+            hal_prototypes()[n] for n in iface_in.get("allowed_api", []) if n in hal_prototypes()
+        ],
         "headers": list(iface_in.get("headers", ["stm32f4.h", "stdint.h"])),
         "language": "C (gnu11)",
     }
+    unknown = sorted(set(iface["allowed_api"]) - set(hal_prototypes()))
+    if unknown:
+        raise TaskSpecError(toml_path, "interface.allowed_api", "functions hal.h declares", unknown)
     missing = sorted(set(iface["required_api"]) - set(iface["allowed_api"]))
     if missing:
         raise TaskSpecError(

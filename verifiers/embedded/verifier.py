@@ -47,7 +47,7 @@ from verifiers.contract import Artifact, Status, Task
 from verifiers.embedded import build, errors
 from verifiers.embedded.domain import DOMAIN
 from verifiers.embedded.elf import STT_FUNC, BadElf, Elf, semihosting_traps
-from verifiers.embedded.emulator import BACKENDS, EmulatorRun
+from verifiers.embedded.emulator import BACKENDS, FEEDER, EmulatorRun
 from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS
 from verifiers.feedback import trim
 from verifiers.warm import OutputRefused, read_beneath
@@ -76,7 +76,6 @@ class EmbeddedVerifier(Verifier):
     tools = (
         Tool("arm-none-eabi-gcc", build.CC, (build.CC, "--version"), INSTALL),
         Tool("qemu-system-arm", "qemu-system-arm", ("qemu-system-arm", "--version"), INSTALL),
-        Tool("bwrap", "bwrap", ("bwrap", "--version"), INSTALL),
     )
 
     def __init__(self, *args: Any, emulator: str = "qemu", **kw: Any) -> None:
@@ -251,6 +250,7 @@ class EmbeddedVerifier(Verifier):
         uart_input = None
         if h.get("uart_input"):
             _put(ctx, "uart_in.txt", h["uart_input"].encode())
+            _put(ctx, FEEDER.name, FEEDER.read_bytes())
             uart_input = "uart_in.txt"
         timeout = float(h.get("timeout_s", 5.0))
         try:
@@ -279,7 +279,10 @@ class EmbeddedVerifier(Verifier):
                 f"not the firmware's failure",
                 metrics={"unmodelled_register": f"{spin.device}+0x{spin.offset:03x}"},
             )
-        if res.signal == signal.SIGSYS:
+        # the signal the emulator really died of (its wait status, from the sandbox's pid 1):
+        # an exit code above 128 (the harness's 250-252) is not a signal
+        killed_by = res.stop.signal if res.stop is not None else None
+        if killed_by == signal.SIGSYS:
             raise GateFail(
                 Status.RUNTIME_ERROR,
                 "forbidden_host_call",
@@ -294,11 +297,16 @@ class EmbeddedVerifier(Verifier):
                 feedback=run.trace_summary(),
             )
         fail_on_limit(res, "the firmware", timeout_code="firmware_hang")
-        if run.errors and not run.uart and res.returncode not in (0, EXIT_FAULT, EXIT_UNHANDLED):
+        if run.lockup is not None:
+            raise GateFail(Status.RUNTIME_ERROR, "hard_fault", *_lockup(ctx, run))
+        if killed_by is not None or (res.returncode == 1 and run.errors and not run.uart):
+            # the emulator itself failed (it could not load the ELF, it crashed): the firmware
+            # cannot write its stderr, so these lines are the emulator's own
             raise GateFail(
                 Status.INFRA_ERROR,
                 "tool_crash",
-                f"{self.emulator.name} failed: " + "; ".join(run.errors[:3]),
+                f"{self.emulator.name} failed (exit {res.returncode}): "
+                + "; ".join(run.errors[:3]),
             )
         if run.exit_code == EXIT_FAULT and (fault := errors.fault_report(run.uart)):
             elf: Elf = ctx.state["elf"]
@@ -470,6 +478,20 @@ def _record(ctx: Context, run: EmulatorRun) -> None:
     ctx.artifacts.append(Artifact("log", "uart.txt", run.uart.encode()))
     if trace:
         ctx.artifacts.append(Artifact("log", "register_trace.txt", trace.encode()))
+
+
+def _lockup(ctx: Context, run: EmulatorRun) -> tuple[str, str]:
+    regs = run.lockup or {}
+    sp, pc = regs.get("R13"), regs.get("R15")
+    elf: Elf = ctx.state["elf"]
+    detail = "the core locked up: a fault it could not take"
+    if sp is not None and sp < build.SRAM[0]:
+        detail += f" (the stack ran out of RAM: SP=0x{sp:08x}, below 0x{build.SRAM[0]:08x})"
+    where = elf.function_at(pc) if pc is not None else None
+    feedback = (
+        detail + (f"\nPC=0x{pc:08x}" if pc is not None else "") + (f" ({where})" if where else "")
+    )
+    return detail, feedback + f"\nUART before it:\n{trim(run.uart, 1200)}"
 
 
 def _irq_names() -> list[str]:

@@ -20,6 +20,9 @@ void crucible_report_mem(const char *key, const void *p, uint32_t n); /* "@key=0
    with CRUCIBLE_EXIT_WAIT (its interrupt never came) instead of hanging */
 void crucible_wait(volatile uint32_t *flag, uint32_t value, uint32_t loops);
 void __attribute__((noreturn)) crucible_exit(int code);
+/* the receiver is on: the run's UART input (harness.uart_input) is sent now, never earlier
+   (QEMU drops bytes that arrive before the firmware enables the receiver) */
+void crucible_rx_ready(void);
 
 /* used by startup.c */
 void crucible_fault_report(const char *name, uint32_t cfsr, uint32_t hfsr, uint32_t mmfar,
