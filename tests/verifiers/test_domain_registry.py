@@ -57,7 +57,7 @@ def toy():
 def test_builtin_domains_sorted_and_complete():
     assert domains.names() == ("cad", "cuda", "embedded", "rtl", "triton")
     assert list(domains.domains()) == sorted(domains.domains())
-    assert set(domains.default_run()) == {"cad", "rtl"}
+    assert set(domains.default_run()) == {"cad", "embedded", "rtl"}
     for name, d in domains.domains().items():
         assert d.name == name
         for gate in d.gate_names:

@@ -273,6 +273,12 @@ def test_printing_the_expected_lines_does_not_pass(task, verifier, ref):
         ("  RCC->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;\n", "", "was never written"),  # clock missing
         ("(GPIO_MODER_OUTPUT << 10)", "(GPIO_MODER_OUTPUT << 12)", "MODER"),  # wrong bit
         ("GPIOA->BSRR = on ?", "GPIOA->ODR = on ?", "BSRR"),  # wrong register
+        # `=` for `|=`: the same value in the trace (reads return 0), but no read first
+        (
+            "RCC->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;",
+            "RCC->AHB1ENR = RCC_AHB1ENR_GPIOAEN;",
+            "without reading it first",
+        ),
     ],
 )
 def test_wrong_register_writes_fail_registers(task, verifier, ref, old, new, why):

@@ -1,6 +1,26 @@
-"""The embedded domain's descriptor (stdlib only: read without a toolchain)."""
+"""The embedded domain's descriptor and its verifier's settings (stdlib only: read without
+a toolchain)."""
+
+import dataclasses
 
 from verifiers.domain import Domain, ExtractRules, PromptStyle
+from verifiers.settings import SettingsError, VerifierSettings, setting
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddedSettings(VerifierSettings):
+    """The embedded verifier's settings (`EmbeddedVerifier(settings=...)`)."""
+
+    domain = "embedded"
+
+    workers: int | None = setting(
+        None, "candidates of a batch verified at once (default: one per core)"
+    )
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise SettingsError("embedded verifier settings: workers must be at least 1")
+
 
 DOMAIN = Domain(
     name="embedded",
@@ -36,5 +56,6 @@ DOMAIN = Domain(
         ("registers", "judge"),
     ),
     fast_gates=("compile", "link", "size"),
-    default_run=False,
+    default_run=True,
+    settings="verifiers.embedded.domain:EmbeddedSettings",
 )

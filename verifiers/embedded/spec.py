@@ -95,6 +95,8 @@ REGISTER_FIELDS = (
     Field("sequence", list, "every value written, in order, under the mask", False,
           lambda v: bool(v) and all(_u32(x) for x in v)),
     Field("absent", bool, "true: the register must never be written", required=False),
+    Field("preserve", bool, "true: each write must follow a read of it (read-modify-write: "
+          "other bits kept)", required=False),
 )  # fmt: skip
 
 
@@ -145,7 +147,7 @@ def load_embedded_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | N
                 "offset": reg["offset"],
                 "name": reg.get("name", f"+0x{reg['offset']:03x}"),
                 "mask": reg.get("mask", 0xFFFFFFFF),
-                **{k: reg[k] for k in ("value", "sequence", "absent") if k in reg},
+                **{k: reg[k] for k in ("value", "sequence", "absent", "preserve") if k in reg},
             }
         )
     if "uart" not in harness_in and not registers and "exit_code" not in harness_in:

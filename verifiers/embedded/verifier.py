@@ -39,11 +39,12 @@ import os
 import re
 import signal
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from verifiers import seccomp
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
-from verifiers.contract import Artifact, Status, Task
+from verifiers.contract import Artifact, Limits, Status, Task, Verdict
 from verifiers.embedded import build, errors
 from verifiers.embedded.domain import DOMAIN
 from verifiers.embedded.elf import STT_FUNC, BadElf, Elf, semihosting_traps
@@ -96,6 +97,17 @@ class EmbeddedVerifier(Verifier):
                 + "; ".join(task.interface["functions"])
                 + ")",
             )
+
+    def verify_many(
+        self, items: list[tuple[Task, Any]], limits: Limits | None = None
+    ) -> list[Verdict]:
+        """A batch on `settings.workers` threads (each candidate's tools are processes of
+        their own: the threads only wait for them)."""
+        workers = self.settings.workers or os.cpu_count() or 1
+        if workers == 1 or len(items) < 2:
+            return super().verify_many(items, limits)
+        with ThreadPoolExecutor(min(workers, len(items)), "embedded-verify") as pool:
+            return list(pool.map(lambda it: self.verify(it[0], it[1], limits), items))
 
     def refuse_traps(self, obj: Elf) -> None:
         """Only the harness traps to the emulator's host (its exit): a candidate's object
@@ -396,6 +408,8 @@ class EmbeddedVerifier(Verifier):
                         f"{where}: writes {_hexes(got)}, expected {_hexes(want)} under mask "
                         f"0x{mask:08x}"
                     )
+            if problem is None and reg.get("preserve"):
+                problem = _clobbered(run, reg, where)
             if problem:
                 raise GateFail(
                     Status.WRONG_ANSWER,
@@ -414,6 +428,27 @@ def _function_names(task: Task) -> list[str]:
     from verifiers.embedded.spec import parse_prototype
 
     return [parse_prototype(p)[1] for p in task.interface["functions"]]
+
+
+def _clobbered(run: EmulatorRun, reg: dict, where: str) -> str | None:
+    """A write of the register with no read of it since its previous write: the other bits
+    were not kept (`=` where `|=` was meant). Reads of unmodelled registers return 0 here,
+    so only the order of the trace can tell the two apart."""
+    key = (reg["device"], reg["offset"])
+    read = False
+    for n, a in enumerate(run.accesses):
+        if (a.device, a.offset) != key:
+            continue
+        if a.op == "read":
+            read = True
+        elif not read:
+            return (
+                f"{where} written (0x{a.value or 0:08x}, access {n + 1} of the trace) without "
+                f"reading it first: its other bits are not kept (a read-modify-write was required)"
+            )
+        else:
+            read = False
+    return None
 
 
 def _hexes(values: list[int], most: int = 8) -> str:
