@@ -414,3 +414,24 @@ def test_uart_input_arrives_whole_once_the_receiver_is_on(task, verifier, ref):
     t = _with(task, harness=h)
     verdicts = [verifier.verify(t, ref) for _ in range(8)]
     assert {(v.status, v.code) for v in verdicts} == {(Status.PASS, "")}, verdicts[0].feedback
+
+
+def test_a_starved_emulator_is_the_machines_whatever_its_threads():
+    """Seen at load 30: QEMU stopped by the wall clock with 1.76 s of a 3 s CPU budget and
+    4.7 s of CPU wait. The shared rule counts QEMU's own threads (main loop, RCU, the UART
+    feeder) as the run's contenders and says `timeout`; the guest is one core, so the
+    embedded verifier judges it the machine's. A run that had its CPU stays the firmware's."""
+    from verifiers.base import GateFail
+    from verifiers.embedded.verifier import _starved
+    from verifiers.sandbox import RunResult, Stop, Usage
+
+    def stopped(cpu: float, wait: float) -> RunResult:
+        stop = Stop(4.0, True, Usage(cpu, wait, 5), 3.0)
+        return RunResult(-9, "", "", 4.0, timed_out=True, signal=9, stop=stop)
+
+    starved = stopped(1.76, 4.69)
+    assert starved.stop.code() == "timeout"  # the shared rule, threads counted
+    with pytest.raises(GateFail) as e:
+        _starved(starved)
+    assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, "machine_slow")
+    _starved(stopped(2.9, 0.1))  # it had the CPU: not the machine's (fail_on_limit judges it)

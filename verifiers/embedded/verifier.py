@@ -34,6 +34,7 @@ transcript.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -51,6 +52,7 @@ from verifiers.embedded.elf import STT_FUNC, BadElf, Elf, semihosting_traps
 from verifiers.embedded.emulator import BACKENDS, FEEDER, EmulatorRun
 from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS
 from verifiers.feedback import trim
+from verifiers.sandbox import CPU_SPENT, RunResult
 from verifiers.warm import OutputRefused, read_beneath
 
 INSTALL = "bash infra/install-toolchains.sh embedded"
@@ -156,6 +158,7 @@ class EmbeddedVerifier(Verifier):
             ],
         )
         fail_on_limit(res, "arm-none-eabi-gcc")
+        _spent_cpu(res, ctx.limits.cpu_s, "arm-none-eabi-gcc")
         log = res.stderr
         if res.returncode != 0:
             diags = errors.compile_errors(log)
@@ -308,6 +311,7 @@ class EmbeddedVerifier(Verifier):
                 f"({len(run.accesses)} before the cap): a loop over RCC / GPIO / DMA registers",
                 feedback=run.trace_summary(),
             )
+        _starved(res)
         fail_on_limit(res, "the firmware", timeout_code="firmware_hang")
         if run.lockup is not None:
             raise GateFail(Status.RUNTIME_ERROR, "hard_fault", *_lockup(ctx, run))
@@ -428,6 +432,33 @@ def _function_names(task: Task) -> list[str]:
     from verifiers.embedded.spec import parse_prototype
 
     return [parse_prototype(p)[1] for p in task.interface["functions"]]
+
+
+def _starved(res: RunResult) -> None:
+    """The machine rule for the emulator's run, with one difference: QEMU's own threads
+    (its main loop, RCU, the UART feeder) are the emulator's, not the firmware's (the
+    guest is one core), so their CPU waits never make the run its own contender: a run
+    stopped by the wall clock short of its CPU budget, starved of the CPU, is the
+    machine's."""
+    stop = res.stop
+    if not res.timed_out or stop is None or stop.usage is None or not res.started:
+        return
+    alone = dataclasses.replace(stop, usage=dataclasses.replace(stop.usage, contenders=0))
+    if fault := alone.fault("the emulator"):
+        raise GateFail(Status.INFRA_ERROR, fault.code, fault.detail)
+
+
+def _spent_cpu(res: RunResult, budget: float, what: str) -> None:
+    """The compiler proper (cc1) killed by RLIMIT_CPU while the driver exits 4 ("internal
+    compiler error"): a build that spent the CPU budget (a macro bomb), judged by the CPU
+    the host measured for the run's tree, never by the text of the log."""
+    used = res.stop.usage.cpu_s if res.stop is not None and res.stop.usage is not None else None
+    if res.returncode != 0 and used is not None and used >= CPU_SPENT * budget:
+        raise GateFail(
+            Status.TIMEOUT,
+            "cpu_limit",
+            f"{what} spent its whole CPU budget ({used:.2f}s of {budget}s) without finishing",
+        )
 
 
 def _clobbered(run: EmulatorRun, reg: dict, where: str) -> str | None:

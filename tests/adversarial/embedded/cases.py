@@ -86,6 +86,14 @@ ALL = (
         into_led("  volatile uint8_t big[1024];\n  big[0] = 1;\n  led(big[0]);\n"),
         front=CANDIDATE_FAULT,
     ),
+    # a bomb in the build: macros that expand to 2^40 tokens (the compiler's CPU budget)
+    case(
+        "build-macro_bomb",
+        "#define A0 x+x\n"
+        + "".join(f"#define A{i} A{i - 1}+A{i - 1}\n" for i in range(1, 41))
+        + into_led("  volatile int x = 1;\n  (void)(A40);\n"),
+        front=LIMITS,
+    ),
     # a fork bomb is a shell command: semihosting SYS_SYSTEM asks the host to run it
     _semihosting(
         "classics-fork_bomb",
