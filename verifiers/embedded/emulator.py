@@ -37,7 +37,7 @@ FEEDER = Path(__file__).with_name("target") / "uart_feeder.py"  # copied into th
 
 # QEMU's unimp lines: "RCC: unimplemented device write (size 4, offset 0x030, value 0x1)"
 _UNIMP = re.compile(
-    r"^(?P<dev>[\w\[\].-]+): unimplemented device (?P<op>read|write)\s+"
+    r"^(?P<dev>[\w\[\]. -]+?): unimplemented device (?P<op>read|write)\s+"
     r"\(size (?P<size>\d+), offset 0x(?P<off>[0-9a-fA-F]+)(?:, value 0x(?P<val>[0-9a-fA-F]+))?\)$"
 )
 # "qemu: fatal: Lockup: can't escalate 3 to HardFault", then a register dump (R00=...)

@@ -20,7 +20,7 @@ FAMILIES = ("gpio", "bits", "uart", "timer", "nvic", "protocol", "hal", "clock",
 # the headers a candidate may include: the target's own and the freestanding C ones
 TARGET_HEADERS = ("stm32f4.h", "hal.h")
 C_HEADERS = ("stdint.h", "stdbool.h", "stddef.h", "string.h", "limits.h")
-DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_TIMEOUT_S = 2.0  # a busy hang spends it as CPU: kept short (references take ~0.05 s)
 C_NAME = re.compile(r"[A-Za-z_]\w*\Z")
 # a prototype: return type, name, (parameters)
 PROTOTYPE = re.compile(r"^\s*([A-Za-z_][\w\s\*]*?)\s*\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*;?\s*\Z")
@@ -86,7 +86,7 @@ HARNESS_FIELDS = (
 )  # fmt: skip
 REGISTER_FIELDS = (
     Field("device", str, 'the peripheral as QEMU names it in its trace ("RCC", "GPIOA")',
-          check=lambda v: bool(re.fullmatch(r"[A-Za-z][\w\[\]]*", v))),
+          check=lambda v: bool(re.fullmatch(r"[A-Za-z][\w\[\] ]*", v))),
     Field("offset", int, "the register's offset in the peripheral (0x30 for RCC AHB1ENR)",
           check=lambda v: 0 <= v < 0x10000 and v % 4 == 0),
     Field("name", str, "the register's name, for feedback (AHB1ENR)", required=False),
