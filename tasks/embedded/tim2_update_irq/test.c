@@ -20,7 +20,7 @@ static void burst(uint32_t period_us, uint32_t n) {
   for (volatile uint32_t i = 0; i < 20000u + period_us * 4u && i < 60000u; i++) {
   }
   crucible_report_dec("events", (int32_t)tim2_events());
-  crucible_report_dec("cen", (int32_t)(TIM2->CR1 & TIM_CR1_CEN));
+  crucible_report("cr1", TIM2->CR1); /* CEN cleared, the other bits kept */
   crucible_report_dec("uif", (int32_t)(TIM2->SR & TIM_SR_UIF));
 }
 
