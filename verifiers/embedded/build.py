@@ -8,9 +8,9 @@ candidate text is only ever compiled inside it (verifier.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -75,27 +75,40 @@ def cache_root() -> Path:
     return Path(base) / "crucible" / "embedded"
 
 
+_built: dict[tuple[str, str, str], Path] = {}  # (name, text, version) -> its object
+
+
 def compile_trusted(sources: dict[str, str], version: str) -> dict[str, Path]:
     """Objects for trusted C texts (name -> source), compiled once per (text, compiler):
     name.c -> its cached .o. Written to a temp dir and renamed into place, so a reader never
     sees half an object."""
     out: dict[str, Path] = {}
     for name, text in sources.items():
+        known = _built.get((name, text, version))
+        if known is not None and known.is_file():
+            out[name] = known
+            continue
         key = _digest(text.encode(), version.encode(), " ".join(CFLAGS).encode(), _headers())
         obj = cache_root() / key / (Path(name).stem + ".o")
         if not obj.is_file():
             with _lock:
                 if not obj.is_file():
                     _compile_one(name, text, obj)
+        _built[(name, text, version)] = obj
         out[name] = obj
     return out
 
 
 def harness_objects(version: str) -> list[Path]:
-    sources = {n: (HARNESS_SRC / n).read_text() for n in HARNESS_SOURCES}
-    return list(compile_trusted(sources, version).values())
+    return list(compile_trusted(_harness_sources(), version).values())
 
 
+@functools.cache
+def _harness_sources() -> dict[str, str]:
+    return {n: (HARNESS_SRC / n).read_text() for n in HARNESS_SOURCES}
+
+
+@functools.cache
 def _headers() -> bytes:
     return b"".join(
         p.read_bytes() for p in sorted([*INCLUDE.glob("*.h"), *HARNESS_SRC.glob("*.h")])
@@ -136,7 +149,3 @@ def interface_header(functions: list[str]) -> str:
             "",
         ]
     )
-
-
-def which(tool: str) -> str | None:
-    return shutil.which(tool)

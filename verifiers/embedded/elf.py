@@ -6,6 +6,7 @@ section bytes. Stdlib only; every offset is bounds-checked, so a hostile object 
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -69,7 +70,10 @@ class Elf:
             Section(self._str(names[4], h[0]), h[1], h[2], h[3], h[4], h[5]) for h in raw
         ]
         self._raw = raw
-        self.symbols = self._symbols()
+
+    @functools.cached_property
+    def symbols(self) -> list[Symbol]:
+        return self._symbols()
 
     def _u(self, fmt: str, at: int) -> tuple[int, ...]:
         size = struct.calcsize(fmt)

@@ -41,6 +41,7 @@ import re
 import signal
 import stat
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from verifiers import seccomp
@@ -52,7 +53,7 @@ from verifiers.embedded.elf import STT_FUNC, BadElf, Elf, semihosting_traps
 from verifiers.embedded.emulator import BACKENDS, FEEDER, EmulatorRun
 from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS
 from verifiers.feedback import trim
-from verifiers.sandbox import CPU_SPENT, RunResult
+from verifiers.sandbox import CPU_SPENT, RunResult, Sandbox, SandboxSession
 from verifiers.warm import OutputRefused, read_beneath
 
 INSTALL = "bash infra/install-toolchains.sh embedded"
@@ -65,6 +66,7 @@ RUNTIME = re.compile(r"__aeabi_\w+|__[a-z0-9]+[23]|__gnu_\w+")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 MAX_OBJECT = 4 * 1024 * 1024
+GUEST_WORK = "/fw"
 EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT = 250, 251, 252
 IRQ_NAMES: list[str] = []  # filled from startup.c's vector table on first use
 
@@ -99,6 +101,15 @@ class EmbeddedVerifier(Verifier):
                 + "; ".join(task.interface["functions"])
                 + ")",
             )
+
+    def _session(self, sandbox: Sandbox, work: Path) -> SandboxSession:
+        """Compile and link share one sandbox that sees the target files and the harness's
+        cached objects read-only (no copy per candidate); its work dir is GUEST_WORK, so a
+        checkout under /work stays visible. The emulator's run has a sandbox of its own."""
+        build.cache_root().mkdir(parents=True, exist_ok=True)
+        return sandbox.session(
+            work, ro_dirs=(str(build.TARGET), str(build.cache_root())), guest_work=GUEST_WORK
+        )
 
     def verify_many(
         self, items: list[tuple[Task, Any]], limits: Limits | None = None
@@ -141,14 +152,12 @@ class EmbeddedVerifier(Verifier):
                 )
         _put(ctx, "cand.c", ctx.code)
         _put(ctx, "iface.h", build.interface_header(iface["functions"]))
-        for header in build.INCLUDE.glob("*.h"):  # the sandbox sees the work dir only
-            _put(ctx, header.name, header.read_bytes())
         res = ctx.run(
             [
                 build.CC,
                 *build.CFLAGS,
                 "-I",
-                ".",
+                str(build.INCLUDE),  # bound read-only into the session (`_session`)
                 "-include",
                 "iface.h",
                 "-c",
@@ -200,14 +209,10 @@ class EmbeddedVerifier(Verifier):
             objs += build.compile_trusted({"test.c": task.harness["test"]}, version).values()
         except build.HarnessBuildError as e:
             raise GateFail(Status.INFRA_ERROR, "harness_error", str(e)) from None
-        names = []
-        for i, o in enumerate(objs):
-            name = f"h{i}_{o.name}"
-            _put(ctx, name, o.read_bytes())
-            names.append(name)
-        _put(ctx, "stm32f4.ld", build.LINKER_SCRIPT.read_bytes())
+        # the harness's objects and the linker script, read where they are (bound read-only)
+        script = str(build.LINKER_SCRIPT)
         res = ctx.run(
-            [build.CC, *build.LDFLAGS, "-T", "stm32f4.ld", "cand.o", *names, "-o", "fw.elf"],
+            [build.CC, *build.LDFLAGS, "-T", script, "cand.o", *map(str, objs), "-o", "fw.elf"],
         )
         fail_on_limit(res, "arm-none-eabi-ld")
         if res.returncode != 0:
@@ -272,12 +277,15 @@ class EmbeddedVerifier(Verifier):
             filt = seccomp.no_writes()
         except seccomp.SeccompUnsupported as e:
             raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", str(e)) from None
-        # the task's own bound, within the run's Limits; the CPU budget runs out first for a
-        # busy hang (SIGXCPU), the wall clock for a firmware asleep in WFI
+        # the task's own bound, within the run's Limits: a CPU budget, and a wall clock of
+        # twice that, so a busy hang (QEMU spins even on WFI under -icount sleep=off) spends
+        # its budget (SIGXCPU: the firmware's) even on a loaded machine; one starved of the
+        # CPU short of that is the machine's (`_starved`)
+        cpu = min(ctx.limits.cpu_s, max(1, int(timeout)))
         res = ctx.run(
             self.emulator.argv("fw.elf", uart_input=uart_input),
-            timeout_s=min(ctx.limits.timeout_s, timeout + 1.0),
-            cpu_s=min(ctx.limits.cpu_s, max(1, int(timeout))),
+            timeout_s=min(ctx.limits.timeout_s, 2.0 * cpu + 1.0),
+            cpu_s=cpu,
             seccomp=filt,
         )
         truncated = res.output_capped
