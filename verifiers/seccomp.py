@@ -3,8 +3,8 @@
 `no_writes()` is the filter for a run that must not create, open for writing, remove or
 rename any file, whatever path it names: a tool that executes candidate code and talks to
 the host on its behalf (an emulator's semihosting: open, remove, rename, system) gets
-EACCES for each of those, while reading files and writing to the descriptors it was given
-(its stdout and stderr pipes) still work. bwrap loads it (`--seccomp FD`) before it runs the
+EACCES for each of those (even /dev/null cannot be opened for writing), while reading files
+and writing to the descriptors it was given (its stdout and stderr pipes) still work. bwrap loads it (`--seccomp FD`) before it runs the
 command, so the whole command tree inherits it and cannot drop it.
 
 Only the architectures listed in ARCHES are supported: elsewhere `no_writes()` raises

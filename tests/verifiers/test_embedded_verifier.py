@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.adversarial.embedded.cases import SEMIHOST
+from tests.adversarial.embedded.test_hostile_embedded import NoTrapCheck
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.embedded import emulator
@@ -302,26 +304,8 @@ def test_a_wrong_priority_is_seen_through_the_harness(task, verifier, ref):
 # --- the emulator's reach ------------------------------------------------------------------
 
 
-class _NoTrapCheck(EmbeddedVerifier):
-    """Test-only: lets a semihosting trap through the link gate, to show what the runtime
-    does with it."""
-
-    def refuse_traps(self, obj) -> None:
-        return None
-
-
-SEMIHOST = """
-static int semihost(uint32_t op, void *arg) {
-  register uint32_t r0 __asm__("r0") = op;
-  register void *r1 __asm__("r1") = arg;
-  __asm__ volatile("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
-  return (int)r0;
-}
-"""
-
-
 def test_semihosting_cannot_write_files_or_run_programs(task, ref, tmp_path):
-    verifier = _NoTrapCheck(keep_workdirs=tmp_path)
+    verifier = NoTrapCheck(keep_workdirs=tmp_path)
     opener = SEMIHOST + edit(
         ref,
         "void led(int on) {",
