@@ -197,6 +197,8 @@ def test_a_busy_hang_is_timeout(task, verifier, ref):
     # its CPU budget, or (on a loaded machine) the wall clock after it had the CPU for it
     assert (v.status, v.code) in {(Status.TIMEOUT, "cpu_limit"), (Status.TIMEOUT, "firmware_hang")}
     assert v.status is Status.TIMEOUT, v.feedback
+    assert v.metrics["hang_pc"].endswith(tuple(f"led+0x{i:x}" for i in range(64))), v.metrics
+    assert "firmware was at PC=0x08" in v.feedback and "(led+0x" in v.feedback
 
 
 def test_a_missing_volatile_on_the_isr_counter_hangs_or_fails(task, verifier, ref):

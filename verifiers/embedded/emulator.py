@@ -115,7 +115,16 @@ class Emulator(Protocol):
         `crucible_rx_ready()` (FEEDER, which the caller copies into the work dir)."""
         ...
 
-    def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun: ...
+    def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun:
+        """The run's outcome from the emulator's exit status and its two streams."""
+        ...
+
+    def probe_argv(self, elf: str, *, after_s: float) -> list[str]:
+        """A second run of a firmware that hung: its core registers after `after_s`
+        seconds, on stdout (for `registers_of`), then the emulator quits."""
+        ...
+
+    def registers_of(self, stdout: str) -> dict[str, int]: ...
 
 
 class Qemu:
@@ -155,6 +164,18 @@ class Qemu:
             return qemu
         # the input goes in only once the firmware says it is ready (target/uart_feeder.py)
         return ["python3", "-I", "-B", FEEDER.name, uart_input, "--", *qemu]
+
+    def probe_argv(self, elf: str, *, after_s: float) -> list[str]:
+        # the monitor on stdin/stdout (no UART): `info registers` once the firmware has run
+        # `after_s`, then `quit`; the firmware cannot reach the monitor
+        qemu = [a for a in self.argv(elf, uart_input=None) if a not in ("-monitor", "none")]
+        qemu[qemu.index("stdio")] = "null"  # -serial null
+        qemu += ["-monitor", "stdio"]
+        feed = f"(sleep {after_s:.2f}; echo 'info registers'; echo quit)"
+        return ["/bin/sh", "-c", f'{feed} | exec "$@"', "sh", *qemu]
+
+    def registers_of(self, stdout: str) -> dict[str, int]:
+        return {r: int(v, 16) for r, v in _REGISTER.findall(stdout)}
 
     def parse(self, returncode: int, stdout: str, stderr: str, truncated: bool) -> EmulatorRun:
         accesses, errors = [], []

@@ -67,6 +67,7 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 MAX_OBJECT = 4 * 1024 * 1024
 GUEST_WORK = "/fw"
+PROBE_S = 0.3  # when a hung firmware's PC is read (most hang within milliseconds of boot)
 EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT = 250, 251, 252
 IRQ_NAMES: list[str] = []  # filled from startup.c's vector table on first use
 
@@ -320,7 +321,12 @@ class EmbeddedVerifier(Verifier):
                 feedback=run.trace_summary(),
             )
         _starved(res)
-        fail_on_limit(res, "the firmware", timeout_code="firmware_hang")
+        try:
+            fail_on_limit(res, "the firmware", timeout_code="firmware_hang")
+        except GateFail as hang:
+            if hang.status is Status.TIMEOUT:
+                self._where_it_hung(ctx, hang, filt)
+            raise
         if run.lockup is not None:
             raise GateFail(Status.RUNTIME_ERROR, "hard_fault", *_lockup(ctx, run))
         if killed_by is not None or (res.returncode == 1 and run.errors and not run.uart):
@@ -360,6 +366,33 @@ class EmbeddedVerifier(Verifier):
                 feedback=f"UART:\n{trim(run.uart, 1500)}\nregister writes:\n{run.trace_summary()}",
             )
         return f"exit {run.exit_code}, {len(run.uart)} B of UART, {len(run.accesses)} trace entries"
+
+    def _where_it_hung(self, ctx: Context, hang: GateFail, filt: bytes) -> None:
+        """The last PC of a hung firmware, for its feedback: the same firmware run again,
+        its registers read through the emulator's monitor after PROBE_S (-icount: the same
+        instructions, so the same loop). Diagnostic only: it never changes the verdict."""
+        try:
+            res = ctx.run(
+                self.emulator.probe_argv("fw.elf", after_s=PROBE_S),
+                timeout_s=PROBE_S + 3.0,
+                cpu_s=2,
+                seccomp=filt,
+            )
+        except GateFail:  # the machine was slow for the probe: no PC, the verdict stands
+            return
+        pc = self.emulator.registers_of(res.stdout).get("R15")
+        if pc is None:
+            return
+        elf: Elf = ctx.state["elf"]
+        where = elf.function_at(pc)
+        ctx.metrics["hang_pc"] = f"0x{pc:08x}" + (f" {where}" if where else "")
+        line = f"after {PROBE_S:g}s the firmware was at PC=0x{pc:08x}" + (
+            f" ({where})" if where else ""
+        )
+        run: EmulatorRun = ctx.state["run"]
+        hang.feedback = f"{hang.detail}\n{line}\nUART so far:\n{trim(run.uart, 1200)}"
+        if run.accesses:
+            hang.feedback += "\nregister writes:\n" + run.trace_summary(20)
 
     def gate_exit(self, ctx: Context) -> str:
         run: EmulatorRun = ctx.state["run"]
