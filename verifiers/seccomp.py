@@ -4,8 +4,9 @@
 rename any file, whatever path it names: a tool that executes candidate code and talks to
 the host on its behalf (an emulator's semihosting: open, remove, rename, system) gets
 EACCES for each of those (even /dev/null cannot be opened for writing), while reading files
-and writing to the descriptors it was given (its stdout and stderr pipes) still work. bwrap loads it (`--seccomp FD`) before it runs the
-command, so the whole command tree inherits it and cannot drop it.
+and writing to the descriptors it was given (its stdout and stderr pipes) still work. bwrap
+loads it (`--seccomp FD`) before it runs the command, so the whole command tree inherits
+it and cannot drop it.
 
 Only the architectures listed in ARCHES are supported: elsewhere `no_writes()` raises
 `SeccompUnsupported`, and a caller that needs the filter must not run without it.

@@ -142,6 +142,49 @@ def _neighbour_mask(value: int) -> list[int]:
     return []
 
 
+# (bit, neighbour) swaps that change no behaviour: waiting for TC (transmission complete)
+# where TXE (data register empty) is waited for only waits longer, since TC implies TXE
+SAME_EFFECT_BITS = frozenset({("USART_SR_TXE", "USART_SR_TC")})
+_BYTE_CASTS = (["uint8_t"], ["int8_t"], ["char"], ["unsigned", "char"], ["signed", "char"])
+
+
+def _byte_cast_group(s: Source, k: int) -> bool:
+    """Is token k inside `(T)(a->b & k)`, T an 8-bit type, the group holding only names,
+    members and `&`? Then only the low 8 bits of the mask count."""
+    j, depth = k - 1, 0
+    while j >= 0:
+        text = s.toks[j].text
+        if text == ")":
+            depth += 1
+        elif text == "(":
+            if depth == 0:
+                break
+            depth -= 1
+        elif text in (";", "{", "}"):
+            return False
+        j -= 1
+    close = match_forward(s, j) if j >= 0 else None
+    if close is None:
+        return False
+    inner = s.toks[j + 1 : close]
+    if not all(x.kind in ("id", "number") or x.text in ("->", ".", "&") for x in inner):
+        return False
+    before = [x.text for x in s.toks[max(j - 4, 0) : j]]
+    return before[-1:] == [")"] and any(before[-2 - len(c) : -1] == ["(", *c] for c in _BYTE_CASTS)
+
+
+_NARROW = {"uint8_t": 8, "int8_t": 8, "uint16_t": 16, "int16_t": 16}
+
+
+def _narrow_init_width(s: Source, k: int) -> int:
+    """The bit width of `uint16_t x = k;` (8 or 16-bit types), else 0."""
+    if k < 3 or k + 1 >= len(s.toks) or s.toks[k + 1].text not in (";", ","):
+        return 0
+    if s.toks[k - 1].text != "=" or s.toks[k - 2].kind != "id":
+        return 0
+    return _NARROW.get(s.toks[k - 3].text, 0)
+
+
 def wrong_bit(source: str, rng: random.Random) -> str | None:
     s = analyze(source)
     sites: list[Edit] = []
@@ -153,7 +196,9 @@ def wrong_bit(source: str, rng: random.Random) -> str | None:
             # a neighbour the statement already names would only drop a bit: not that one
             i, e = stmt_start(s, k), stmt_end(s, k) or k + 1
             used = {x.text for x in s.toks[i:e]}
-            near = [n for n in bits[t.text] if n not in used]
+            near = [
+                n for n in bits[t.text] if n not in used and (t.text, n) not in SAME_EFFECT_BITS
+            ]
             if near:
                 sites.append(replace_tok(s, k, rng.choice(near)))
         # `1u << 5`, `(x >> 17)`: a literal shift count, the whole right operand
@@ -170,7 +215,13 @@ def wrong_bit(source: str, rng: random.Random) -> str | None:
             sites.append(replace_tok(s, k + 1, format_int(new, right.text)))
         # a hex mask: `0x20`, `0x0Fu`
         if t.kind == "number" and t.text[:2].lower() == "0x" and int_value(t.text):
-            options = _neighbour_mask(int_value(t.text)[0])
+            value = int_value(t.text)[0]
+            options = _neighbour_mask(value)
+            if _byte_cast_group(s, k):  # (uint8_t)(DR & 0xFF) -> 0x1FF: the cast drops bit 8
+                options = [v for v in options if (v ^ value) & 0xFF]
+            width = _narrow_init_width(s, k)  # uint16_t crc = 0xFFFF -> 0x1FFFF: the same
+            if width:
+                options = [v for v in options if (v ^ value) & ((1 << width) - 1)]
             if options:
                 sites.append(replace_tok(s, k, format_int(rng.choice(options), t.text)))
     if not sites:
@@ -522,6 +573,21 @@ def _conditions(s: Source) -> list[tuple[int, int]]:
     return out
 
 
+def _clamp(s: Source, i: int, j: int) -> bool:
+    """`if (v > C) { return C; }` or `if (v > C) v = C;`: at the boundary v == C either
+    branch gives C, so `>` / `>=` (and `<` / `<=`) there change nothing."""
+    toks = s.toks
+    if j - i != 3 or toks[i].kind != "id" or toks[i + 1].text not in ("<", "<=", ">", ">="):
+        return False
+    if toks[i - 2].text != "if" or toks[j].text != ")":
+        return False
+    limit, k = toks[i + 2].text, j + 1
+    if k < len(toks) and toks[k].text == "{":
+        k += 1
+    body = [t.text for t in toks[k : k + 4]]
+    return body[:3] == ["return", limit, ";"] or body == [toks[i].text, "=", limit, ";"]
+
+
 def off_by_one(source: str, rng: random.Random) -> str | None:
     """A loop bound or comparison one off (`<` -> `<=`, `>=` -> `>`), or a timer / SysTick
     reload written without its `- 1`."""
@@ -529,6 +595,8 @@ def off_by_one(source: str, rng: random.Random) -> str | None:
     swap = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
     sites: list[Edit] = []
     for i, j in _conditions(s):
+        if _clamp(s, i, j):
+            continue
         for k in range(i, j):
             if s.toks[k].text in swap and is_binary(s, k):
                 sites.append(replace_tok(s, k, swap[s.toks[k].text]))
@@ -574,15 +642,51 @@ SIMILAR_OPS = {
 def swapped_operator(source: str, rng: random.Random) -> str | None:
     """A binary operator replaced by a similar one (^ for |, >> for <<, - for +)."""
     s = analyze(source)
+    zeros = _zero_macros(s)
     sites = [
         k
         for k, t in enumerate(s.toks)
-        if t.text in SIMILAR_OPS and not t.pp and s.function_at(k) and is_binary(s, k)
+        if t.text in SIMILAR_OPS
+        and not t.pp
+        and s.function_at(k)
+        and is_binary(s, k)
+        and not _zero_shift(s, k, zeros)
     ]
     if not sites:
         return None
     k = rng.choice(sites)
     return _edit(source, s, [replace_tok(s, k, SIMILAR_OPS[s.toks[k].text])])
+
+
+_ZERO_DEF = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+\(?0[uUlL]*\)?[ \t]*$", re.M)
+_zero_header: frozenset[str] | None = None
+# operators looser than a shift: `0 << n` after one of these is a whole operand
+_LOOSER = frozenset({"(", "=", ",", "return", "|", "&", "^", "||", "&&", "?", ":", "|="})
+
+
+def _zero_macros(s: Source) -> frozenset[str]:
+    """Names #defined as a plain 0 in the file or stm32f4.h (RCC_CFGR_SW_Pos)."""
+    global _zero_header
+    if _zero_header is None:
+        text = HEADER.read_text() if HEADER.is_file() else ""
+        _zero_header = frozenset(_ZERO_DEF.findall(text))
+    return _zero_header | frozenset(_ZERO_DEF.findall(s.text))
+
+
+def _zero_shift(s: Source, k: int, zeros: frozenset[str]) -> bool:
+    """`0u << n` or `x << 0` (a literal or a macro of 0): << and >> give the same."""
+    if s.toks[k].text not in ("<<", ">>"):
+        return False
+
+    def zero(t) -> bool:
+        if t.kind == "number":
+            return (int_value(t.text) or (1,))[0] == 0
+        return t.kind == "id" and t.text in zeros
+
+    left = zero(s.toks[k - 1]) and s.toks[k - 2].text in _LOOSER
+    after = s.toks[k + 2].text if k + 2 < len(s.toks) else ";"
+    tighter = after in PRECEDENCE and PRECEDENCE[after] > PRECEDENCE["<<"]
+    return left or (k + 1 < len(s.toks) and zero(s.toks[k + 1]) and not tighter)
 
 
 # --- rewrites ----------------------------------------------------------------------------------

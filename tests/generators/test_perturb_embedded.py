@@ -401,6 +401,46 @@ def test_missing_volatile_needs_an_isr_writer_and_another_reader():
     assert by["missing_volatile"].apply(helper, _rng("v")) == helper.replace("volatile ", "", 1)
 
 
+def test_wrong_bit_skips_swaps_that_change_nothing():
+    by = {m.name: m for m in MUTATIONS}
+
+    def outs(source: str) -> set[str]:
+        return {by["wrong_bit"].apply(source, _rng("b", seed)) for seed in range(16)} - {None}
+
+    # waiting for TC instead of TXE before writing DR only waits longer (TC implies TXE)
+    txe = "void f(char c) { while (!(USART1->SR & USART_SR_TXE)) {} USART1->DR = c; }"
+    assert outs(txe) == set()
+    tc = txe.replace("USART_SR_TXE", "USART_SR_TC")
+    assert txe in outs(tc), "the other way round is a real bug (the next byte overwritten)"
+    # a mask cast to 8 bits: 0x1FF keeps the same byte, 0x7F does not
+    for cast in ("char", "uint8_t", "unsigned char"):
+        byte = f"int g(void) {{ return ({cast})(USART1->DR & 0xFFu); }}"
+        assert outs(byte) == {byte.replace("0xFFu", "0x7Fu")}
+    wide = "int g(void) { return (int)(USART1->DR & 0xFFu); }"
+    assert outs(wide) == {wide.replace("0xFFu", "0x7Fu"), wide.replace("0xFFu", "0x1FFu")}
+
+
+def test_sites_where_the_edit_changes_nothing_are_skipped():
+    by = {m.name: m for m in MUTATIONS}
+
+    def outs(name: str, source: str) -> set[str]:
+        return {by[name].apply(source, _rng(name, seed)) for seed in range(24)} - {None}
+
+    # a clamp: at v == C both branches give C, so > / >= there is the same
+    clamp = "int f(int v) { if (v > INT16_MAX) { return INT16_MAX; } if (v < 3u) v = 3u; }"
+    assert outs("off_by_one", clamp) == set()
+    other = "int f(int v) { if (v > 9) { return 8; } return v; }"
+    assert outs("off_by_one", other) == {other.replace("v > 9", "v >= 9")}
+    # shifting zero, or by a zero (a literal or a macro of stm32f4.h that is 0)
+    zero = "uint32_t f(void) { return (0u << RCC_CFGR_HPRE_Pos) | (2u << RCC_CFGR_SW_Pos); }"
+    assert outs("swapped_operator", zero) == {zero.replace(") | (", ") & (")}
+    shift = "uint32_t g(uint32_t a) { return a << 1u; }"
+    assert outs("swapped_operator", shift) == {shift.replace("<<", ">>")}
+    # a 16-bit variable initialised with a mask: 0x1FFFF is the same value once stored
+    crc = "uint16_t h(void) { uint16_t crc = 0xFFFFu; return crc; }"
+    assert outs("wrong_bit", crc) == {crc.replace("0xFFFFu", "0x7FFFu")}
+
+
 def test_rewrites_look_as_they_say():
     by = {r.name: r for r in REWRITES}
     out = by["reformat"].apply(GPIO, _rng("r"))

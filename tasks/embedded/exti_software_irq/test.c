@@ -9,7 +9,7 @@ uint32_t exti0_count(void);
 
 int crucible_test_main(void) {
   /* settings of other lines that must survive, and a wrong EXTI0 mapping and edge */
-  SYSCFG->EXTICR[0] = 0x1231u;
+  SYSCFG->EXTICR[0] = 0x1238u; /* EXTI0 on port I (8): all four bits of the field to clear */
   EXTI->IMR = EXTI_LINE(5);
   EXTI->RTSR = EXTI_LINE(5);
   EXTI->FTSR = EXTI_LINE(0) | EXTI_LINE(3);

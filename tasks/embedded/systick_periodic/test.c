@@ -27,6 +27,13 @@ int crucible_test_main(void) {
     spins++;
   }
   crucible_report_dec("counts", millis() - t2 >= 3u);
+  /* started right after a tick, delay_ms(5) ends right after the 5th one: exactly 5 */
+  uint32_t edge = millis();
+  for (spins = 0; millis() == edge && spins < 2000000u; spins++) {
+  }
+  uint32_t t3 = millis();
+  delay_ms(5);
+  crucible_report_dec("delay5_exact", (int32_t)(millis() - t3));
   delay_ms(1);
   delay_ms(2);
   /* re-init resets the counter */

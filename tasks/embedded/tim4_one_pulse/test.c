@@ -23,6 +23,7 @@ static void pulse(uint32_t width) {
   crucible_report_dec("done", pulse_done());
   crucible_report_dec("irqs", (int32_t)pulse_irq_count());
   crucible_report("cr1_after", TIM4->CR1);
+  crucible_report("sr_after", TIM4->SR); /* the handler cleared UIF */
 }
 
 int crucible_test_main(void) {
@@ -36,5 +37,8 @@ int crucible_test_main(void) {
   pulse(20);
   pulse(65536);
   pulse(2);
+  NVIC_SetPendingIRQ(TIM4_IRQn); /* a spurious interrupt: UIF is clear, nothing happens */
+  crucible_report_dec("irqs_spurious", (int32_t)pulse_irq_count());
+  crucible_report_dec("done_spurious", pulse_done());
   return 0;
 }

@@ -30,7 +30,10 @@ int crucible_test_main(void) {
   send("GET 0\n");
   send("SET 7 0xDEADbeef\n");
   send("GET 7\n");
+  send("SET 4 0xa0fAF9\n"); /* both ends of both letter ranges */
+  send("GET 4\n");
   send("GET 8\n");
+  send("SET 8 1\n");
   send("SET 3 4294967295\n");
   send("GET 3\n");
   send("SET 3 4294967296\n");
