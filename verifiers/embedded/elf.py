@@ -127,18 +127,6 @@ class Elf:
                     return f"{s.name}+0x{addr - start:x}"
         return None
 
-    def region_usage(self, regions: dict[str, tuple[int, int]]) -> dict[str, int]:
-        """Bytes of allocated sections per memory region (name -> (origin, length)); a
-        section with a load address in flash (.data) counts in both (its image and its RAM)."""
-        used = dict.fromkeys(regions, 0)
-        for s in self.sections:
-            if not s.flags & SHF_ALLOC or not s.size:
-                continue
-            for name, (origin, length) in regions.items():
-                if origin <= s.addr < origin + length:
-                    used[name] += s.size
-        return used
-
 
 # Thumb BKPT 0xAB (semihosting's trap): the halfword 0xBEAB
 SEMIHOSTING_TRAP = b"\xab\xbe"

@@ -24,7 +24,6 @@ DEFAULT_TIMEOUT_S = 2.0  # a busy hang spends it as CPU: kept short (references 
 C_NAME = re.compile(r"[A-Za-z_]\w*\Z")
 # a prototype: return type, name, (parameters)
 PROTOTYPE = re.compile(r"^\s*([A-Za-z_][\w\s\*]*?)\s*\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s*;?\s*\Z")
-HEX_OR_INT = (int,)
 
 
 def _names(v: Any) -> bool:

@@ -49,9 +49,9 @@ from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
 from verifiers.contract import Artifact, Limits, Status, Task, Verdict
 from verifiers.embedded import build, errors
 from verifiers.embedded.domain import DOMAIN
-from verifiers.embedded.elf import STT_FUNC, BadElf, Elf, semihosting_traps
+from verifiers.embedded.elf import SHF_ALLOC, SHT_NOBITS, STT_FUNC, BadElf, Elf, semihosting_traps
 from verifiers.embedded.emulator import BACKENDS, FEEDER, EmulatorRun
-from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS
+from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS, parse_prototype
 from verifiers.feedback import trim
 from verifiers.sandbox import CPU_SPENT, RunResult, Sandbox, SandboxSession
 from verifiers.warm import OutputRefused, read_beneath
@@ -470,8 +470,6 @@ class EmbeddedVerifier(Verifier):
 
 
 def _function_names(task: Task) -> list[str]:
-    from verifiers.embedded.spec import parse_prototype
-
     return [parse_prototype(p)[1] for p in task.interface["functions"]]
 
 
@@ -555,8 +553,6 @@ def _elf(ctx: Context, name: str) -> Elf:
 
 def _memory_use(elf: Elf) -> tuple[int, int]:
     """(flash, RAM) bytes: flash holds code, constants and .data's image; RAM .data + .bss."""
-    from verifiers.embedded.elf import SHF_ALLOC, SHT_NOBITS
-
     flash = ram = 0
     f0, fl = build.FLASH
     r0, rl = build.SRAM
