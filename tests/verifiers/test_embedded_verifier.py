@@ -142,6 +142,18 @@ def test_a_semihosting_trap_in_the_candidate_is_rejected(task, verifier, ref):
     assert verifier.verify(task, raw).code == "semihosting_call"
 
 
+def test_a_vector_table_of_the_candidates_own_is_rejected(task, verifier, ref):
+    """Input sections go in link order and the candidate's object comes first: its own
+    .isr_vector would become the reset vector and the initial stack pointer."""
+    code = ref + (
+        "\nvoid my_reset(void) { for (;;) {} }\n"
+        '__attribute__((section(".isr_vector"), used)) void (*const mine[2])(void) = '
+        "{(void (*)(void))0x20020000, my_reset};\n"
+    )
+    v = verifier.verify(task, code)
+    assert (v.status, v.code, failed_gate(v)) == (Status.REJECTED, "testbench_tampering", "link")
+
+
 # --- size --------------------------------------------------------------------------------
 
 

@@ -66,6 +66,8 @@ RUNTIME = re.compile(r"__aeabi_\w+|__[a-z0-9]+[23]|__gnu_\w+")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 MAX_OBJECT = 4 * 1024 * 1024
+# sections the linker script places first (the vector table: reset vector, initial SP)
+HARNESS_SECTIONS = (".isr_vector",)
 GUEST_WORK = "/fw"
 PROBE_S = 0.3  # when a hung firmware's PC is read (most hang within milliseconds of boot)
 EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT = 250, 251, 252
@@ -196,6 +198,14 @@ class EmbeddedVerifier(Verifier):
         task, iface = ctx.task, ctx.task.interface
         obj = _elf(ctx, "cand.o")
         self.refuse_traps(obj)
+        owned = sorted(s.name for s in obj.sections if s.name.startswith(HARNESS_SECTIONS))
+        if owned:
+            raise GateFail(
+                Status.REJECTED,
+                "testbench_tampering",
+                f"the candidate's object holds {', '.join(owned)}: the vector table is the "
+                "harness's (an interrupt handler is defined by its name instead)",
+            )
         funcs = {s.name for s in obj.symbols if s.defined and s.is_global and s.type == STT_FUNC}
         missing = [n for n in _function_names(task) if n not in funcs]
         if missing:
