@@ -2,7 +2,7 @@
 operators edit the reference text in place and comments, string literals and layout stay as
 the author wrote them.
 
-Only what the embedded operators need: tokens (identifiers, numbers, strings and character
+Only what C operators need: tokens (identifiers, numbers, strings and character
 constants, comments, punctuators), which of them sit on a preprocessor line, brace depth,
 function definitions with their bodies, and statement extents.
 """

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         v = verifier.verify(task, code)
-        bad += v.status.value != "pass"
+        bad += not v.passed
         print(f"{task.name}: {v.status.value} {v.code} ({v.duration_ms:.0f} ms)")
         if args.quiet:
             continue
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {'ok ' if c.ok else 'FAIL'} {c.name:<10} {c.seconds * 1000:6.1f} ms  "
                 + c.detail[:150]
             )
-        if v.status.value != "pass":
+        if not v.passed:
             print("  feedback:\n    " + v.feedback.replace("\n", "\n    "))
     return 1 if bad else 0
 

@@ -35,6 +35,7 @@ transcript.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -71,7 +72,6 @@ HARNESS_SECTIONS = (".isr_vector",)
 GUEST_WORK = "/fw"
 PROBE_S = 0.3  # when a hung firmware's PC is read (most hang within milliseconds of boot)
 EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT = 250, 251, 252
-IRQ_NAMES: list[str] = []  # filled from startup.c's vector table on first use
 
 
 class EmbeddedVerifier(Verifier):
@@ -339,14 +339,15 @@ class EmbeddedVerifier(Verifier):
             raise
         if run.lockup is not None:
             raise GateFail(Status.RUNTIME_ERROR, "hard_fault", *_lockup(ctx, run))
-        if killed_by is not None or (res.returncode == 1 and run.errors and not run.uart):
+        own = [e for e in run.errors if e.startswith(f"{self.emulator.name}:")]
+        if killed_by is not None or (res.returncode == 1 and own and not run.uart):
             # the emulator itself failed (it could not load the ELF, it crashed): the firmware
             # cannot write its stderr, so these lines are the emulator's own
             raise GateFail(
                 Status.INFRA_ERROR,
                 "tool_crash",
                 f"{self.emulator.name} failed (exit {res.returncode}): "
-                + "; ".join(run.errors[:3]),
+                + "; ".join((own or run.errors)[:3]),
             )
         if run.exit_code == EXIT_FAULT and (fault := errors.fault_report(run.uart)):
             elf: Elf = ctx.state["elf"]
@@ -607,11 +608,11 @@ def _lockup(ctx: Context, run: EmulatorRun) -> tuple[str, str]:
     return detail, feedback + f"\nUART before it:\n{trim(run.uart, 1200)}"
 
 
-def _irq_names() -> list[str]:
-    if not IRQ_NAMES:
-        src = (build.HARNESS_SRC / "startup.c").read_text()
-        IRQ_NAMES.extend(re.findall(r"^\s+(\w+)_IRQHandler,$", src, re.M))
-    return IRQ_NAMES
+@functools.cache
+def _irq_names() -> tuple[str, ...]:
+    """The vector table's IRQ names, in IRQ order, from startup.c."""
+    src = (build.HARNESS_SRC / "startup.c").read_text()
+    return tuple(re.findall(r"^\s+(\w+)_IRQHandler,$", src, re.M))
 
 
 def _unhandled(ctx: Context, irq: int) -> str:
