@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian toolchains a Crucible node type needs. Idempotent and fast when
-# everything is already there. Usage: infra/install-toolchains.sh [rtl|embedded|sandbox|ui|all]...
+# everything is already there. Usage: infra/install-toolchains.sh [rtl|embedded|x86asm|sandbox|ui|all]...
 set -euo pipefail
 
 want=("${@:-all}")
@@ -13,11 +13,14 @@ for w in "${want[@]}"; do
     # arm-none-eabi-gcc + newlib (nano) and QEMU's netduinoplus2 (STM32F405); without
     # recommends: a 1.5 GB libstdc++ for arm the firmware never links
     embedded) add bubblewrap util-linux gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm ;;
+    # gcc + binutils (as, ld, objcopy, objdump), glibc's static libraries (the drivers link
+    # statically: no loader, no library path a run could change), valgrind (callgrind)
+    x86asm) add bubblewrap util-linux gcc binutils libc6-dev valgrind ;;
     base) add make python3-venv ;;
     ui) add chromium ;;  # headless screenshots of the Prefect UI (tests/flows/test_ui_*)
     all) add make g++ python3-venv bubblewrap util-linux iverilog verilator yosys chromium \
-      gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm ;;
-    *) echo "unknown toolchain group: $w (want rtl, embedded, sandbox, ui, base or all)" >&2; exit 2 ;;
+      gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc binutils libc6-dev valgrind ;;
+    *) echo "unknown toolchain group: $w (want rtl, embedded, x86asm, sandbox, ui, base or all)" >&2; exit 2 ;;
   esac
 done
 

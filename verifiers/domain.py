@@ -77,10 +77,14 @@ class PerfMetric:
     name: str
     direction: str  # "lower" or "higher"
     unit: str
+    # a second metric the better of a pair must also win on, (name, direction): a gain one
+    # measurement shows is only taken when another, independent one agrees
+    confirm: tuple[str, str] | None = None
+    goal: str = ""  # what the optimize prompt asks for ("faster"); default from direction
 
     @property
     def ask(self) -> str:
-        return "smaller" if self.direction == "lower" else "faster"
+        return self.goal or ("smaller" if self.direction == "lower" else "faster")
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,9 @@ class Domain:
             raise ValueError(f"{where}: syntax must be one of {', '.join(SYNTAXES)}")
         if self.perf is not None and self.perf.direction not in DIRECTIONS:
             raise ValueError(f"{where}: perf direction must be one of {', '.join(DIRECTIONS)}")
+        confirm = self.perf.confirm if self.perf is not None else None
+        if confirm is not None and (len(confirm) != 2 or confirm[1] not in DIRECTIONS):
+            raise ValueError(f"{where}: perf confirm must be (metric, direction)")
         names = [g for g, _ in self.gates]
         if not names or len(set(names)) != len(names) or FORMAT_GATE[0] in names:
             raise ValueError(f"{where}: gates must be unique, non-empty and not 'format'")
@@ -155,6 +162,7 @@ BUILTIN = (
     "verifiers.embedded.domain:DOMAIN",
     "verifiers.rtl.domain:DOMAIN",
     "verifiers.kernels.domain:TRITON",
+    "verifiers.x86asm.domain:DOMAIN",
 )
 
 _lock = threading.RLock()

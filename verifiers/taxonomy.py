@@ -28,6 +28,11 @@ CODES: dict[str, tuple[str, str]] = {
     "compile_error": (SYNTAX, "the compiler failed for another reason"),
     "unsynthesizable": (SYNTAX, "simulates but does not synthesize to hardware"),
     "type_error": (SYNTAX, "operand or argument types the compiler rejects"),
+    "unknown_instruction": (SYNTAX, "a mnemonic the assembler does not know"),
+    "bad_operand": (
+        SYNTAX,
+        "an operand the instruction does not take (type, size suffix, register name)",
+    ),
     # api: wrong use of a library / toolchain API
     "undefined_symbol": (API, "a function, task or symbol the toolchain does not provide"),
     "undefined_identifier": (API, "a CUDA / Triton / Python name that is defined nowhere"),
@@ -39,6 +44,7 @@ CODES: dict[str, tuple[str, str]] = {
         "calls a HAL / library function the task's API surface does not allow",
     ),
     "api_not_used": (API, "never calls a HAL function the task requires"),
+    "isa_not_allowed": (API, "an instruction outside the task's target ISA (AVX-512 on x86-64-v3)"),
     "cad_operation_failed": (
         API,
         "a CadQuery / OCC operation refused this geometry (fillet, shell, boolean, loft)",
@@ -99,6 +105,36 @@ CODES: dict[str, tuple[str, str]] = {
     "exit_code_mismatch": (FUNCTIONAL, "the firmware's test ended with another exit code"),
     "uart_mismatch": (FUNCTIONAL, "the UART transcript differs from the expected one"),
     "register_mismatch": (FUNCTIONAL, "peripheral registers written with other values"),
+    "output_mismatch": (
+        FUNCTIONAL,
+        "returns or writes something other than the reference on a test input",
+    ),
+    "out_of_bounds_write": (
+        FUNCTIONAL,
+        "writes outside the buffers it was given, or into an input it must not change",
+    ),
+    "abi_violation": (
+        FUNCTIONAL,
+        "breaks the calling convention: a callee-saved register, the stack pointer or its "
+        "alignment at a call, the direction flag, MXCSR",
+    ),
+    "crash": (FUNCTIONAL, "the code faulted (SIGSEGV, SIGBUS, SIGFPE, SIGILL)"),
+    "forbidden_syscall": (FUNCTIONAL, "made a system call the harness does not allow"),
+    "forbidden_instruction": (
+        FUNCTIONAL,
+        "holds an instruction no optimized function needs: a system call, a trap, a "
+        "valgrind client request",
+    ),
+    "forbidden_section": (
+        FUNCTIONAL,
+        "a section that runs before the harness (constructors) or code that writes itself",
+    ),
+    "writable_state": (FUNCTIONAL, "keeps writable static data a pure function has no use for"),
+    "abnormal_exit": (
+        FUNCTIONAL,
+        "the process ended before every call returned (an exit, or stray output)",
+    ),
+    "nonzero_exit": (FUNCTIONAL, "the program exited with a non-zero status"),
     # format: no usable code
     "empty_code": (FORMAT, "the candidate is empty"),
     "not_text": (FORMAT, "the candidate is not UTF-8 text"),
@@ -108,6 +144,7 @@ CODES: dict[str, tuple[str, str]] = {
     # performance
     "slow": (PERFORMANCE, "correct but below the task's speed bar"),
     "copies_input": (PERFORMANCE, "the output is a copy of the input"),
+    "copied_input": (PERFORMANCE, "the candidate is the baseline it was given, copied"),
     # timeout / resource
     "sim_timeout": (TIMEOUT, "the simulation did not finish in the wall-clock limit"),
     "tool_timeout": (TIMEOUT, "a tool run did not finish in the wall-clock limit"),

@@ -557,7 +557,7 @@ def _put(ctx: Context, name: str, data: str | bytes) -> None:
 def _elf(ctx: Context, name: str) -> Elf:
     try:
         data = read_beneath(ctx.workdir, ctx.workdir / name, MAX_OBJECT)
-        return Elf(data)
+        return Elf(data, bits=32)
     except (OutputRefused, BadElf, OSError) as e:
         raise GateFail(Status.COMPILE_ERROR, "compile_error", f"{name}: {e}") from None
 

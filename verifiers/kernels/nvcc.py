@@ -22,7 +22,6 @@ import base64
 import contextlib
 import functools
 import hashlib
-import hmac
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifiers.hostcache import SealedCache
 from verifiers.kernels.limits import KernelResources, parse_ptxas
 from verifiers.sandbox import Sandbox, SandboxUnavailable
 from verifiers.warm import OutputRefused, read_beneath
@@ -178,77 +178,39 @@ def nvcc_crashed(returncode: int, log: str) -> bool:
     return "Segmentation fault" in log and ": error" not in log
 
 
-class HostCache:
+class HostCache(SealedCache):
     """nvcc results by key under `root/cubin`, written and read by the host only."""
 
     def __init__(self, root: Path):
-        self.dir = Path(root) / "cubin"
-
-    def _secret(self) -> bytes:
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.dir, 0o700)  # an older cache was 0777
-        path = self.dir / ".hmac-key"
-        with contextlib.suppress(FileExistsError):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(os.urandom(32))
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            secret = f.read(64)
-        if len(secret) != 32:
-            raise OSError(f"{path}: a damaged cache key; remove {self.dir} to rebuild")
-        return secret
-
-    def _seal(self, body: dict) -> str:
-        text = json.dumps(body, sort_keys=True)
-        return hmac.new(self._secret(), text.encode(), hashlib.sha256).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.dir / key[:2] / f"{key}.json"
+        super().__init__(Path(root) / "cubin", ENTRY_MAX_BYTES)
 
     def get(self, key: str) -> dict | None:
         """The entry for `key`, or None (missing, or dropped because it failed a check)."""
-        path = self._path(key)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
+        body = self.read(key)
+        if body is None:
             return None
         try:
-            with os.fdopen(fd, "rb") as f:
-                entry = json.loads(f.read(ENTRY_MAX_BYTES + 1))
-            body, mac = entry["body"], entry["mac"]
             cubin = base64.b64decode(body["cubin"]) if body["cubin"] is not None else None
             good = (
-                hmac.compare_digest(mac, self._seal(body))
-                and body["key"] == key
-                and isinstance(body["ok"], bool)
+                isinstance(body["ok"], bool)
                 and body["ok"] == (cubin is not None)
                 and (cubin is None or hashlib.sha256(cubin).hexdigest() == body["cubin_sha256"])
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             good = False
         if not good:
             with contextlib.suppress(OSError):
-                path.unlink()
+                self.path(key).unlink()
             return None
         return {"ok": body["ok"], "log": body["log"], "cubin": cubin}
 
     def put(self, key: str, ok: bool, log: str, cubin: bytes | None) -> None:
-        body = {
-            "key": key,
-            "ok": ok,
-            "log": log,
-            "cubin": base64.b64encode(cubin).decode() if cubin is not None else None,
-            "cubin_sha256": hashlib.sha256(cubin).hexdigest() if cubin is not None else None,
-        }
-        entry = json.dumps({"body": body, "mac": self._seal(body)})
-        path = self._path(key)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(entry)
-            os.replace(tmp, path)  # a half-written entry is never read
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        self.write(
+            key,
+            {
+                "ok": ok,
+                "log": log,
+                "cubin": base64.b64encode(cubin).decode() if cubin is not None else None,
+                "cubin_sha256": hashlib.sha256(cubin).hexdigest() if cubin is not None else None,
+            },
+        )

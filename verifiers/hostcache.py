@@ -1,0 +1,86 @@
+"""A cache only the host writes: one sealed JSON file per key.
+
+Toolchain results (compiles, a task's reference outputs and costs) are worth keeping
+between verifications, and are exactly what a candidate would like to plant: "compiled
+ok" for code that does not compile, the outputs its wrong code should have had. So the
+cache is the host's alone: its dirs are 0700 and nothing of it is bound into a sandbox;
+every entry is verified on read: one file named by its key, holding the key and the body,
+sealed with an HMAC under a key only this host holds. An entry that fails any check is
+dropped (the caller rebuilds it). Writes are atomic (temp file, then rename). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+class SealedCache:
+    """Entries (JSON-safe dicts) by key under `dir`, written and read by the host only."""
+
+    def __init__(self, dir: Path, max_bytes: int = 64 * 2**20):
+        self.dir = Path(dir)
+        self.max_bytes = max_bytes
+
+    def _secret(self) -> bytes:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)  # an older cache may have been looser
+        path = self.dir / ".hmac-key"
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(32))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            secret = f.read(64)
+        if len(secret) != 32:
+            raise OSError(f"{path}: a damaged cache key; remove {self.dir} to rebuild")
+        return secret
+
+    def _seal(self, body: Any) -> str:
+        text = json.dumps(body, sort_keys=True)
+        return hmac.new(self._secret(), text.encode(), hashlib.sha256).hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def read(self, key: str) -> dict | None:
+        """The body stored under `key`, or None (missing, or dropped: it failed a check)."""
+        path = self.path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                entry = json.loads(f.read(self.max_bytes + 1))
+            body, mac = entry["body"], entry["mac"]
+            good = hmac.compare_digest(mac, self._seal(body)) and body.get("key") == key
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            good = False
+        if not good:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        return body
+
+    def write(self, key: str, body: dict) -> None:
+        """Store `body` (its "key" field set to `key`) atomically."""
+        body = {**body, "key": key}
+        entry = json.dumps({"body": body, "mac": self._seal(body)})
+        path = self.path(key)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(entry)
+            os.replace(tmp, path)  # a half-written entry is never read
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

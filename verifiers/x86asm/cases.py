@@ -1,0 +1,509 @@
+"""The test inputs of a function task, and the bytes the driver reads and writes.
+
+A task's harness says how its inputs are made (`[harness.values]`: ranges, edge values,
+buffer contents; `[harness.perf]`: the perf workload); this module makes them, seeded by
+the task's name and signature, so every node and every rerun sees the same cases:
+
+- edge cases: each scalar's edge values (zero length, one, the type's extremes, the
+  lengths around vector widths) with the others drawn at random; buffers all zeros, all at
+  their maximum; every buffer ending at the last byte before an unmapped page;
+- random cases: scalars uniform or log-uniform over their ranges, buffers at alignments
+  from 64 bytes down to their element size (or any byte, where the task allows), some
+  ending at a page boundary, overlapping where the task says they may (memmove), NULL
+  where a buffer of length 0 may be;
+- the perf workload: `calls` inputs of the given sizes, 64-byte aligned, laid out apart so
+  that one pass calls the function on each in turn.
+
+Each pointer parameter gets an arena (two that may overlap share one) mapped between
+inaccessible guard pages. A case holds, per arena, a window: the buffers plus 64 bytes of
+random fill on each side (none past a page end). The driver copies the window in, calls,
+and hashes the window after the call, so a write past either end of a buffer, or into an
+input the function must not change, differs from the reference's window.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifiers.contract import content_id
+from verifiers.x86asm.signature import IntType, Param, Signature
+
+PAGE = 4096
+GUARD = 64  # fill bytes compared on each side of a buffer
+MAGIC = b"CRXASM01"
+MODES = {"check": 1, "dump": 2, "time": 3, "count": 4}
+FLAG_VALGRIND, FLAG_BASE = 1, 2
+NULL_OFF = (1 << 64) - 1
+DEFAULT_RANDOM_CASES = 40
+MAX_EDGE_CASES = 48
+# the ABI findings the driver reports, bit by bit (driver.c's ABI_* names)
+ABI_BITS = (
+    ("rbx", "callee-saved %rbx changed"),
+    ("rbp", "callee-saved %rbp changed"),
+    ("r12", "callee-saved %r12 changed"),
+    ("r13", "callee-saved %r13 changed"),
+    ("r14", "callee-saved %r14 changed"),
+    ("r15", "callee-saved %r15 changed"),
+    ("rsp", "%rsp on return differs from %rsp at the call (pushes and pops do not match)"),
+    ("df", "returned with the direction flag set (std without cld)"),
+    ("mxcsr", "changed the MXCSR control bits (rounding, flush-to-zero) without restoring"),
+    ("x87", "changed the x87 control word without restoring it"),
+    ("frame", "wrote into its caller's stack frame, above its return address"),
+    ("align", "called a library function with %rsp not 16-byte aligned"),
+)
+STARTED = "crucible: started\n"  # the driver's first stderr line, before candidate code runs
+_TOOL_LINE = re.compile(r"==\d+==|--\d+(?::\d+)?--")  # valgrind's own stderr lines
+
+
+def started(stderr: str) -> bool:
+    """The driver said it started (its first line on stderr, after valgrind's banner when
+    under valgrind) before any candidate code could run."""
+    for line in stderr.splitlines(keepends=True):
+        if not _TOOL_LINE.match(line):
+            return line == STARTED
+    return False
+
+
+HELPERS = ("memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strchr", "strcmp")
+
+
+@dataclass
+class Buffer:
+    param: Param
+    elems: list[int] | None  # None: the pointer is NULL
+    string: bool = False
+    offset: int = 0  # bytes from its arena's start
+    placement: str = ""  # how it was placed, for feedback
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.elems is None else len(self.elems) * self.param.type.size
+
+    def data(self) -> bytes:
+        t = self.param.type
+        fmt = {8: "b", 16: "h", 32: "i", 64: "q"}[t.bits]
+        fmt = "<" + (fmt if t.signed else fmt.upper()) * len(self.elems or ())
+        return struct.pack(fmt, *(self.elems or ()))
+
+
+@dataclass
+class Case:
+    scalars: dict[str, int]
+    buffers: dict[str, Buffer]
+    why: str  # "edge len=0", "random", ...
+    fill: bytes = b""  # a seed for the window's fill bytes
+    registers: dict[str, int] = field(default_factory=dict)  # what each scalar's register holds
+    place: str = ""  # how its buffers are placed: aligned, elem, any, page_end
+
+
+@dataclass(frozen=True)
+class Layout:
+    arena_of: dict[str, int]  # pointer parameter -> its arena
+    sizes: tuple[int, ...]  # bytes of each arena (whole pages)
+
+
+@dataclass(frozen=True)
+class Workload:
+    layout: Layout
+    cases: list[Case]
+
+
+class CaseError(ValueError):
+    """The harness cannot make cases for this signature (a task spec mistake)."""
+
+
+# --- arithmetic on lengths ---------------------------------------------------------------
+
+
+def length_of(expr: str | int, scalars: Mapping[str, int]) -> int:
+    """A buffer's element count: a number, or +, -, *, // over scalar parameters."""
+    if isinstance(expr, int):
+        return expr
+    tokens = expr.replace("(", " ( ").replace(")", " ) ").split()
+    safe = []
+    for t in tokens:
+        if t in scalars:
+            safe.append(str(int(scalars[t])))
+        elif t.isdigit() or t in ("+", "-", "*", "//", "(", ")"):
+            safe.append(t)
+        else:
+            raise CaseError(f"length {expr!r}: {t!r} is not a scalar parameter, number or + - * //")
+    try:
+        value = eval(" ".join(safe), {"__builtins__": {}}, {})  # only digits and operators
+    except (SyntaxError, ZeroDivisionError) as e:
+        raise CaseError(f"length {expr!r} cannot be computed: {e}") from None
+    return max(0, int(value))
+
+
+def length_names(expr: str | int) -> set[str]:
+    if isinstance(expr, int):
+        return set()
+    words = expr.replace("(", " ").replace(")", " ").split()
+    return {t for t in words if t[0].isalpha() or t[0] == "_"}
+
+
+# --- value generators ----------------------------------------------------------------------
+
+
+def value_range(t: IntType, spec: Mapping[str, Any]) -> tuple[int, int]:
+    lo, hi = spec.get("range", (t.lo, t.hi))
+    return max(int(lo), t.lo), min(int(hi), t.hi)
+
+
+def default_edges(t: IntType, lo: int, hi: int) -> list[int]:
+    cand = [lo, lo + 1, hi - 1, hi, 0, 1, -1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65]
+    if (lo, hi) == (t.lo, t.hi) and t.signed:
+        cand += [t.lo + 1, -2]
+    out = []
+    for v in cand:
+        if lo <= v <= hi and v not in out:
+            out.append(v)
+    return out
+
+
+def draw(rng: random.Random, lo: int, hi: int, spec: Mapping[str, Any]) -> int:
+    if spec.get("choices"):
+        return int(rng.choice(spec["choices"]))
+    if hi - lo > 256 and rng.random() < 0.5:  # small values as often as large ones
+        return lo + min(hi - lo, int(math.exp(rng.uniform(0, math.log(hi - lo + 1)))) - 1)
+    return rng.randint(lo, hi)
+
+
+def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: str) -> list[int]:
+    lo, hi = value_range(p.type, spec)
+    if fill == "zeros":
+        vals = [max(lo, min(hi, 0))] * n
+    elif fill == "max":
+        vals = [hi] * n
+    elif fill == "min":
+        vals = [lo] * n
+    else:
+        vals = [draw(rng, lo, hi, spec) for _ in range(n)]
+    if spec.get("sorted"):
+        vals.sort()
+    return vals
+
+
+class Generator:
+    """Cases for one function task (its Signature, interface and harness)."""
+
+    def __init__(self, sig: Signature, interface: Mapping[str, Any], harness: Mapping[str, Any]):
+        self.sig = sig
+        self.buffers: Mapping[str, Mapping[str, Any]] = interface.get("buffers", {})
+        self.values: Mapping[str, Mapping[str, Any]] = harness.get("values", {})
+        self.harness = harness
+        self.seed = content_id("x86asm-cases", interface["function"], sig.text)
+        arena_of: dict[str, int] = {}
+        for p in sig.pointers:
+            other = self.buffers.get(p.name, {}).get("overlaps")
+            if other and other in arena_of:
+                arena_of[p.name] = arena_of[other]
+            else:
+                arena_of[p.name] = len(set(arena_of.values()))
+        self.arena_of = arena_of
+        self.n_arenas = len(set(arena_of.values()))
+
+    # --- one input ---------------------------------------------------------------------
+    def _scalars(self, rng: random.Random, fixed: Mapping[str, int]) -> dict[str, int]:
+        out = {}
+        for p in self.sig.scalars:
+            spec = self.values.get(p.name, {})
+            lo, hi = value_range(p.type, spec)
+            out[p.name] = int(fixed[p.name]) if p.name in fixed else draw(rng, lo, hi, spec)
+        return out
+
+    def _buffers(self, rng: random.Random, scalars: Mapping[str, int], fill: str,
+                 lengths: Mapping[str, int]) -> dict[str, Buffer]:  # fmt: skip
+        out = {}
+        for p in self.sig.pointers:
+            conf = self.buffers.get(p.name, {})
+            spec = self.values.get(p.name, {})
+            if conf.get("string"):
+                lo, hi = spec.get("length", (0, 256))
+                n = lengths.get(p.name, draw(rng, int(lo), int(hi), {}))
+                body = _elems(rng, p, n, {**spec, "range": spec.get("range", (1, p.type.hi))}, fill)
+                body = [v if v != 0 else 1 for v in body]  # no NUL inside the string
+                out[p.name] = Buffer(p, [*body, 0], string=True)
+                continue
+            n = length_of(conf["length"], scalars)
+            elems: list[int] | None = _elems(rng, p, n, spec, fill)
+            if n == 0 and conf.get("nullable") and rng.random() < 0.5:
+                elems = None
+            out[p.name] = Buffer(p, elems)
+        return out
+
+    def _registers(self, rng: random.Random, scalars: Mapping[str, int]) -> dict[str, int]:
+        """What each scalar's register holds: the value extended to 32 bits as compilers
+        pass it, and, for a type narrower than 64 bits, junk above that (the ABI leaves it
+        undefined: code that reads %rdi for a 32-bit argument is wrong)."""
+        regs = {}
+        for p in self.sig.scalars:
+            v = scalars[p.name]
+            if p.type.bits == 64:
+                regs[p.name] = v & (2**64 - 1)
+            else:
+                low = v & 0xFFFFFFFF
+                regs[p.name] = (rng.getrandbits(32) | 1) << 32 | low
+        return regs
+
+    def _align(self, p: Param) -> int:
+        return int(self.buffers.get(p.name, {}).get("align", p.type.size))
+
+    # --- the correctness cases ---------------------------------------------------------
+    def check_cases(self) -> Workload:
+        rng = random.Random(int(self.seed[:16], 16))
+        raw: list[tuple[dict[str, int], str, str, dict[str, int], str]] = []
+        for p in self.sig.scalars:
+            spec = self.values.get(p.name, {})
+            lo, hi = value_range(p.type, spec)
+            for v in spec.get("edges") or default_edges(p.type, lo, hi):
+                raw.append(({p.name: int(v)}, "random", f"edge {p.name}={v}", {}, ""))
+        for p in self.sig.pointers:
+            if self.buffers.get(p.name, {}).get("string"):
+                lo, hi = self.values.get(p.name, {}).get("length", (0, 256))
+                for n in self.values.get(p.name, {}).get("edges") or default_edges(
+                    IntType("size_t", 64, False), int(lo), int(hi)
+                ):
+                    raw.append(({}, "random", f"edge strlen({p.name})={n}", {p.name: n}, ""))
+        raw = raw[:MAX_EDGE_CASES]
+        for fill in ("zeros", "max", "min"):
+            raw.append(({}, fill, f"buffers all {fill}", {}, ""))
+        if self.sig.pointers:
+            raw.append(({}, "random", "every buffer ends at a page boundary", {}, "page_end"))
+            raw.append(({}, "random", "every buffer 64-byte aligned", {}, "aligned"))
+        for _ in range(int(self.harness.get("random_cases", DEFAULT_RANDOM_CASES))):
+            raw.append(({}, "random", "random", {}, ""))
+        cases = []
+        for fixed, fill, why, lengths, place in raw:
+            scalars = self._scalars(rng, fixed)
+            bufs = self._buffers(rng, scalars, fill, lengths)
+            how = place or rng.choice(("aligned", "elem", "any", "page_end"))
+            cases.append(
+                Case(scalars, bufs, why, rng.randbytes(8), self._registers(rng, scalars), how)
+            )
+        sizes = self._arena_sizes(cases)
+        for case in cases:
+            self._place(rng, case, sizes, case.place)
+        return Workload(Layout(self.arena_of, sizes), cases)
+
+    def _arena_sizes(self, cases: list[Case]) -> tuple[int, ...]:
+        need = [0] * self.n_arenas
+        for case in cases:
+            per = [0] * self.n_arenas
+            for name, b in case.buffers.items():
+                per[self.arena_of[name]] += b.nbytes + 2 * GUARD + 64
+            need = [max(a, b) for a, b in zip(need, per, strict=True)]
+        return tuple(PAGE * (2 + -(-n // PAGE)) for n in need)
+
+    def _place(self, rng: random.Random, case: Case, sizes: tuple[int, ...], how: str) -> None:
+        """Choose each buffer's offset in its arena (`how`: aligned, elem, any, page_end)."""
+        primary: dict[int, Buffer] = {}
+        for name, b in case.buffers.items():
+            a = self.arena_of[name]
+            align = self._align(b.param)
+            if a in primary:  # shares an arena with a buffer it may overlap
+                first = primary[a]
+                span = max(first.nbytes, b.nbytes) + 32
+                delta = rng.randint(-span, span) // align * align
+                if rng.random() < 0.25:
+                    delta = align_up(first.nbytes + GUARD, align)  # apart
+                off = min(max(first.offset + delta, 0), sizes[a] - b.nbytes)
+                b.offset = off // align * align
+                b.placement = f"{delta:+d} bytes from {first.param.name}"
+                continue
+            primary[a] = b
+            if how == "page_end" and b.nbytes and (sizes[a] - b.nbytes) % align == 0:
+                b.offset = sizes[a] - b.nbytes
+                b.placement = "ending at a page boundary (an unmapped page follows)"
+                continue
+            mis = {
+                "aligned": 0,
+                "elem": rng.randrange(0, 64, b.param.type.size),
+                "any": rng.randrange(0, 64),
+            }.get(how, 0)
+            mis = mis // align * align
+            b.offset = PAGE + mis
+            b.placement = f"{mis} bytes past a 64-byte boundary" if mis else "64-byte aligned"
+
+    # --- the perf workload ---------------------------------------------------------------
+    def perf_workload(self) -> Workload:
+        perf = self.harness.get("perf", {})
+        fixed = {k: int(v) for k, v in perf.get("values", {}).items()}
+        rng = random.Random(int(self.seed[16:32], 16))
+        cases = []
+        for i in range(int(perf.get("calls", 1))):
+            scalars = self._scalars(rng, fixed)
+            lengths = {k: v for k, v in fixed.items() if k in self.buffers}
+            bufs = self._buffers(rng, scalars, "random", lengths)
+            for b in bufs.values():
+                if b.elems is None:
+                    b.elems = []
+            cases.append(Case(scalars, bufs, f"perf call {i}", rng.randbytes(8),
+                              self._registers(rng, scalars)))  # fmt: skip
+        ends = [PAGE] * self.n_arenas
+        for case in cases:
+            for name, b in case.buffers.items():
+                a = self.arena_of[name]
+                b.offset = align_up(ends[a] + GUARD, 64)
+                b.placement = "64-byte aligned"
+                ends[a] = b.offset + b.nbytes + GUARD
+        sizes = tuple(align_up(e + PAGE, PAGE) for e in ends)
+        return Workload(Layout(self.arena_of, sizes), cases)
+
+
+def align_up(v: int, a: int) -> int:
+    return -(-v // a) * a
+
+
+# --- the driver's input ------------------------------------------------------------------
+
+
+def windows(case: Case, layout: Layout) -> list[tuple[int, int]]:
+    out = []
+    for a, size in enumerate(layout.sizes):
+        mine = [
+            b for n, b in case.buffers.items() if layout.arena_of[n] == a and b.elems is not None
+        ]
+        if not mine:
+            out.append((0, 0))
+            continue
+        lo = max(0, min(b.offset for b in mine) - GUARD)
+        hi = min(size, max(b.offset + b.nbytes for b in mine) + GUARD)
+        out.append((lo, hi))
+    return out
+
+
+def window_image(case: Case, layout: Layout, a: int, lo: int, hi: int) -> bytes:
+    img = bytearray(random.Random(case.fill + bytes([a])).randbytes(hi - lo))
+    for name, b in case.buffers.items():  # later buffers win where two overlap
+        if layout.arena_of[name] == a and b.elems is not None:
+            img[b.offset - lo : b.offset - lo + b.nbytes] = b.data()
+    return bytes(img)
+
+
+def encode(
+    sig: Signature,
+    work: Workload,
+    mode: str,
+    *,
+    flags: int = 0,
+    reps: int = 0,
+    nonce: int = 0,
+    arg: int = 0,
+) -> bytes:
+    """The driver's input file for `work` in `mode` (driver.c reads it)."""
+    lay = work.layout
+    head = struct.pack(
+        "<8s8Q",
+        MAGIC,
+        MODES[mode],
+        len(work.cases),
+        len(sig.params),
+        len(lay.sizes),
+        reps,
+        flags,
+        nonce & (2**64 - 1),
+        arg,
+    )
+    parts = [head, struct.pack(f"<{len(lay.sizes)}Q", *lay.sizes)]
+    kinds = [lay.arena_of[p.name] + 1 if p.pointer else 0 for p in sig.params]
+    parts.append(struct.pack(f"<{len(kinds)}Q", *kinds))
+    for case in work.cases:
+        args = []
+        for p in sig.params:
+            if p.pointer:
+                b = case.buffers[p.name]
+                args.append(NULL_OFF if b.elems is None else b.offset)
+            else:
+                args.append(case.registers[p.name])
+        parts.append(struct.pack(f"<{len(args)}Q", *args))
+        for a, (lo, hi) in enumerate(windows(case, lay)):
+            img = window_image(case, lay, a, lo, hi)
+            parts.append(struct.pack("<2Q", lo, hi) + img + b"\0" * (-len(img) % 8))
+    return b"".join(parts)
+
+
+# --- the driver's output -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    case: int
+    rax: int
+    rdx: int
+    abi: int
+    misaligned: int
+    hashes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Crash:
+    case: int
+    signal: int
+    addr: int
+    rip: int
+
+
+@dataclass
+class Output:
+    records: dict[int, Record] = field(default_factory=dict)
+    crash: Crash | None = None
+    times: list[tuple[int, int]] = field(default_factory=list)  # (candidate ns, baseline ns)
+    dumps: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # arena -> (lo, bytes)
+    arenas: dict[int, int] = field(default_factory=dict)  # arena -> its address
+    end: int | None = None
+    malformed: str = ""  # the first line that is not the driver's
+
+
+def parse_output(text: str, n_arenas: int) -> Output:
+    """The driver's records. Anything else on its stdout (the candidate can write there
+    too) makes the output malformed: then no record of it is trusted."""
+    out = Output()
+    for line in text.splitlines():
+        f = line.split()
+        try:
+            if f and f[0] == "R" and len(f) == 6 + n_arenas:
+                c = int(f[1])
+                if c in out.records:
+                    raise ValueError("a case twice")
+                vals = [int(x, 16) for x in f[2:]]
+                out.records[c] = Record(c, vals[0], vals[1], vals[2], vals[3], tuple(vals[4:]))
+            elif f and f[0] == "X" and len(f) == 5 and out.crash is None:
+                out.crash = Crash(int(f[1]) if int(f[1]) < 2**63 else -1, int(f[2]),
+                                  int(f[3], 16), int(f[4], 16))  # fmt: skip
+            elif f and f[0] == "T" and len(f) == 4:
+                out.times.append((int(f[2]), int(f[3])))
+            elif f and f[0] == "D" and len(f) in (3, 4):
+                out.dumps[int(f[1])] = (int(f[2]), bytes.fromhex(f[3] if len(f) == 4 else ""))
+            elif f and f[0] == "A" and len(f) == 3:
+                out.arenas[int(f[1])] = int(f[2], 16)
+            elif f and f[0] == "E" and len(f) == 2 and out.end is None:
+                out.end = int(f[1])
+            else:
+                raise ValueError("not a driver line")
+        except ValueError:
+            out.malformed = out.malformed or line[:200]
+    return out
+
+
+def abi_findings(abi: int) -> list[str]:
+    return [text for bit, (_, text) in enumerate(ABI_BITS) if abi >> bit & 1]
+
+
+def abi_names(abi: int) -> list[str]:
+    return [name for bit, (name, _) in enumerate(ABI_BITS) if abi >> bit & 1]
+
+
+def same_result(sig: Signature, want: list[int], got: list[int]) -> bool:
+    """One call's result against the reference's ([rax, rdx, window hashes...]): the
+    return register under the return type's width (the ABI leaves the bits above it
+    undefined), every window byte for byte."""
+    if sig.ret is not None and (want[0] ^ got[0]) & ((1 << sig.ret.bits) - 1):
+        return False
+    return list(want[2:]) == list(got[2:])

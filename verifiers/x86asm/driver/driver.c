@@ -1,0 +1,338 @@
+/* Crucible's driver for one x86-64 function: trusted code, compiled by the host and linked
+ * statically with a candidate's object (its symbols renamed `cand.*`, its entry reached as
+ * `crucible_cand_entry`) and the task's -O3 baseline (`base.*`, `crucible_base_entry`).
+ *
+ * It reads the host's input file (argv[1]: the cases, written by verifiers/x86asm/cases.py),
+ * maps one arena per pointer parameter between two inaccessible guard pages, installs its
+ * seccomp filter, says it started (stderr), and only then calls candidate code, always
+ * through the ABI trampoline (tramp.S). Per case it copies the host's image of each arena
+ * window in, calls, and reports the return registers, the ABI findings and a hash of every
+ * window after the call (the host compares them with the reference's). Modes:
+ *   CHECK  every case once, a record per case
+ *   DUMP   one case, then the bytes of its windows (for feedback)
+ *   TIME   the cases as one pass, candidate and baseline alternately, `reps` times: the
+ *          nanoseconds of each pass; then the candidate once more, a record per case
+ *   COUNT  one pass of one function inside crucible_count_region (callgrind's
+ *          --toggle-collect), then a record per case
+ * A fault in candidate code is reported from a signal handler on its own stack.
+ */
+#include "common.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum { MODE_CHECK = 1, MODE_DUMP = 2, MODE_TIME = 3, MODE_COUNT = 4 };
+enum { FLAG_VALGRIND = 1, FLAG_BASE = 2 };
+enum { MAX_ARGS = 6, MAX_ARENAS = 6, MAX_CASES = 1 << 16 };
+#define NULL_OFF UINT64_MAX
+#define PAGE 4096UL
+
+/* Native runs: only what the driver itself needs once candidate code may run. Anything
+ * else kills the process with SIGSYS (the verdict's forbidden_syscall). */
+static struct sock_filter native[] = {
+    ARCH_CHECK(SECCOMP_RET_KILL_PROCESS),
+    ALLOW(SYS_write), ALLOW(SYS_exit_group), ALLOW(SYS_exit), ALLOW(SYS_rt_sigreturn),
+    ALLOW(SYS_clock_gettime),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+};
+
+struct header {
+    char magic[8];
+    uint64_t mode, n_cases, n_args, n_arenas, reps, flags, nonce, arg;
+};
+
+static struct header H;
+static uint64_t arena_size[MAX_ARENAS], arg_kind[MAX_ARGS];
+static unsigned char *arena[MAX_ARENAS];
+static const unsigned char **cases; /* each case's bytes in the input */
+static struct call_ctx ctx;
+static volatile uint64_t current_case = UINT64_MAX;
+
+/* --- output: a buffer written with write(2) only, no stdio after the filter ---------- */
+static char out[1 << 16];
+static size_t out_len;
+
+static void flush(void) {
+    size_t done = 0;
+    while (done < out_len) {
+        ssize_t n = write(1, out + done, out_len - done);
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    out_len = 0;
+}
+static void put(const char *s, size_t n) {
+    if (out_len + n > sizeof out) flush();
+    memcpy(out + out_len, s, n);
+    out_len += n;
+}
+static void put_s(const char *s) { put(s, strlen(s)); }
+static void put_hex(uint64_t v) {
+    char b[17];
+    for (int i = 15; i >= 0; i--) {
+        b[i] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    }
+    b[16] = ' ';
+    put(b, 17);
+}
+static void put_u(uint64_t v) {
+    char b[21];
+    int i = 20;
+    b[i] = ' ';
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(b + i, (size_t)(21 - i));
+}
+/* every put_* ends in a space: the last one becomes the line's end */
+static void end_line(void) { out[out_len - 1] = '\n'; }
+
+/* --- faults in candidate code ---------------------------------------------------------- */
+static char altstack[1 << 16];
+
+static void on_fault(int sig, siginfo_t *si, void *uc_) {
+    ucontext_t *uc = uc_;
+    flush();
+    put_s("X ");
+    put_u(current_case);
+    put_u((uint64_t)sig);
+    put_hex((uint64_t)si->si_addr);
+    put_hex((uint64_t)uc->uc_mcontext.gregs[REG_RIP]);
+    end_line();
+    flush();
+    syscall(SYS_exit_group, 128 + sig);
+}
+
+/* --- input ------------------------------------------------------------------------------ */
+static const unsigned char *input_end;
+
+static void bad_input(const char *why) {
+    write(2, "crucible driver: bad input: ", 28);
+    write(2, why, strlen(why));
+    write(2, "\n", 1);
+    _exit(EXIT_BAD_INPUT);
+}
+
+static uint64_t get_u64(const unsigned char **p) {
+    uint64_t v;
+    if ((size_t)(input_end - *p) < 8) bad_input("truncated");
+    memcpy(&v, *p, 8);
+    *p += 8;
+    return v;
+}
+
+static void read_input(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) bad_input("cannot open the input file");
+    unsigned char *buf = mmap(NULL, (size_t)st.st_size + 1, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (buf == MAP_FAILED) bad_input("cannot map the input file");
+    close(fd);
+    input_end = buf + st.st_size;
+    if ((size_t)st.st_size < sizeof H) bad_input("no header");
+    memcpy(&H, buf, sizeof H);
+    if (memcmp(H.magic, "CRXASM01", 8) != 0) bad_input("magic");
+    if (H.n_args > MAX_ARGS || H.n_arenas > MAX_ARENAS || H.n_cases > MAX_CASES)
+        bad_input("too many args, arenas or cases");
+    const unsigned char *p = buf + sizeof H;
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        arena_size[a] = get_u64(&p);
+        if (arena_size[a] % PAGE || arena_size[a] > (1UL << 30)) bad_input("arena size");
+    }
+    for (uint64_t i = 0; i < H.n_args; i++) {
+        arg_kind[i] = get_u64(&p);
+        if (arg_kind[i] > H.n_arenas) bad_input("argument kind");
+    }
+    cases = mmap(NULL, (H.n_cases + 1) * sizeof *cases, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (cases == MAP_FAILED) bad_input("no memory for the case table");
+    for (uint64_t c = 0; c < H.n_cases; c++) {
+        cases[c] = p;
+        for (uint64_t i = 0; i < H.n_args; i++) {
+            uint64_t v = get_u64(&p);
+            if (arg_kind[i] && v != NULL_OFF && v > arena_size[arg_kind[i] - 1]) bad_input("pointer");
+        }
+        for (uint64_t a = 0; a < H.n_arenas; a++) {
+            uint64_t lo = get_u64(&p), hi = get_u64(&p);
+            if (lo > hi || hi > arena_size[a]) bad_input("window");
+            uint64_t padded = (hi - lo + 7) & ~7UL;
+            if ((uint64_t)(input_end - p) < padded) bad_input("truncated image");
+            p += padded;
+        }
+    }
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        unsigned char *m = mmap(NULL, arena_size[a] + 2 * PAGE, PROT_NONE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED || mprotect(m + PAGE, arena_size[a], PROT_READ | PROT_WRITE) != 0)
+            bad_input("no memory for the arenas");
+        arena[a] = m + PAGE;
+    }
+}
+
+/* --- one call -------------------------------------------------------------------------- */
+
+/* copy case c's window images into the arenas; its arguments into ctx */
+static void setup(uint64_t c) {
+    const unsigned char *p = cases[c];
+    for (uint64_t i = 0; i < H.n_args; i++) {
+        uint64_t v = get_u64(&p);
+        if (arg_kind[i]) v = v == NULL_OFF ? 0 : (uint64_t)(arena[arg_kind[i] - 1] + v);
+        ctx.args[i] = v;
+    }
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t lo = get_u64(&p), hi = get_u64(&p);
+        memcpy(arena[a] + lo, p, hi - lo);
+        p += (hi - lo + 7) & ~7UL;
+    }
+}
+
+static void windows(uint64_t c, uint64_t lo_hi[][2]) {
+    const unsigned char *p = cases[c] + 8 * H.n_args;
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        lo_hi[a][0] = get_u64(&p);
+        lo_hi[a][1] = get_u64(&p);
+        p += (lo_hi[a][1] - lo_hi[a][0] + 7) & ~7UL;
+    }
+}
+
+struct result {
+    uint64_t rax, rdx, abi, misaligned;
+};
+static struct result results[MAX_CASES];
+static uint64_t case_args[MAX_CASES][MAX_ARGS]; /* a pass's arguments, set up beforehand */
+
+static void call(char *fn, uint64_t c) {
+    memcpy(ctx.args, case_args[c], sizeof ctx.args);
+    ctx.fn = (uint64_t)fn;
+    current_case = c;
+    uint64_t abi = checked_call(&ctx, H.nonce ^ (c << 8));
+    results[c] = (struct result){ctx.rax, ctx.rdx, abi, crucible_misaligned};
+}
+
+static uint64_t fnv1a(const unsigned char *p, uint64_t n) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* R <case> <rax> <rdx> <abi> <misaligned helpers> <hash of each window> */
+static void record(uint64_t c) {
+    uint64_t w[MAX_ARENAS][2];
+    windows(c, w);
+    put_s("R ");
+    put_u(c);
+    put_hex(results[c].rax);
+    put_hex(results[c].rdx);
+    put_hex(results[c].abi);
+    put_hex(results[c].misaligned);
+    for (uint64_t a = 0; a < H.n_arenas; a++) put_hex(fnv1a(arena[a] + w[a][0], w[a][1] - w[a][0]));
+    end_line();
+}
+
+static void dump(uint64_t c) {
+    uint64_t w[MAX_ARENAS][2];
+    windows(c, w);
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        put_s("D ");
+        put_u(a);
+        put_u(w[a][0]);
+        for (uint64_t i = w[a][0]; i < w[a][1]; i++) {
+            char b[2] = {"0123456789abcdef"[arena[a][i] >> 4], "0123456789abcdef"[arena[a][i] & 15]};
+            put(b, 2);
+        }
+        put(" ", 1);
+        end_line();
+    }
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* set every case of a pass up: its windows and arguments (the host lays a pass's cases
+ * out apart, so the arenas then hold every case's input at once) */
+static void setup_pass(void) {
+    for (uint64_t c = 0; c < H.n_cases; c++) {
+        setup(c);
+        memcpy(case_args[c], ctx.args, sizeof ctx.args);
+    }
+}
+
+/* every case once, in order: the region callgrind counts (--toggle-collect) */
+__attribute__((noinline)) void crucible_count_region(char *fn) {
+    for (uint64_t c = 0; c < H.n_cases; c++) call(fn, c);
+    __asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) bad_input("usage: driver INPUT");
+    read_input(argv[1]);
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaltstack(&ss, NULL) != 0) bad_input("sigaltstack");
+    int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP};
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+    char *fn = (H.flags & FLAG_BASE) ? crucible_base_entry : crucible_cand_entry;
+    if (H.flags & FLAG_VALGRIND)
+        INSTALL(under_valgrind);
+    else
+        INSTALL(native);
+    started();
+    for (uint64_t a = 0; a < H.n_arenas; a++) { /* where a fault address lands */
+        put_s("A ");
+        put_u(a);
+        put_hex((uint64_t)arena[a]);
+        end_line();
+    }
+
+    if (H.mode == MODE_CHECK || H.mode == MODE_DUMP) {
+        for (uint64_t c = 0; c < H.n_cases; c++) {
+            if (H.mode == MODE_DUMP && c != H.arg) continue;
+            setup(c);
+            memcpy(case_args[c], ctx.args, sizeof ctx.args);
+            call(fn, c);
+            record(c);
+            if (H.mode == MODE_DUMP) dump(c);
+        }
+    } else if (H.mode == MODE_TIME) {
+        for (uint64_t r = 0; r < H.reps; r++) {
+            uint64_t t[2];
+            for (int k = 0; k < 2; k++) {
+                int base = (int)((r + (uint64_t)k) & 1); /* alternate which goes first */
+                setup_pass();
+                uint64_t t0 = now_ns();
+                crucible_count_region(base ? crucible_base_entry : crucible_cand_entry);
+                t[base] = now_ns() - t0;
+            }
+            put_s("T ");
+            put_u(r);
+            put_u(t[0]);
+            put_u(t[1]);
+            end_line();
+        }
+        setup_pass();
+        crucible_count_region(fn);
+        for (uint64_t c = 0; c < H.n_cases; c++) record(c);
+    } else if (H.mode == MODE_COUNT) {
+        setup_pass();
+        crucible_count_region(fn);
+        for (uint64_t c = 0; c < H.n_cases; c++) record(c);
+    } else {
+        bad_input("mode");
+    }
+    put_s("E ");
+    put_u(H.n_cases);
+    end_line();
+    flush();
+    return 0;
+}

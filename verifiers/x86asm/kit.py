@@ -1,0 +1,312 @@
+"""What a task's verification needs besides the candidate, made once per task and
+toolchain on each node and kept in the host's sealed cache (`toolchain.cache()`):
+
+- function tasks: the -O3 baseline's object (symbols `base.*`), the reference C's object
+  (`cand.*`: it stands where a candidate will), the reference's results on every check
+  case and on the perf workload (return value and window hashes), the baseline's
+  instruction count on the perf workload, and what each run cost the reference (budgets
+  scale with it);
+- program tasks: the -O3 baseline's binary, checked against the task's own tests, and its
+  instruction count on the perf test.
+
+The reference and the baseline are trusted text (the task's C and gcc's output for it):
+they are compiled and linked on the host, and run in the sandbox all the same. Nothing
+here ever sees candidate code.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verifiers.contract import Limits, Task, content_id
+from verifiers.elf import STT_FILE, STT_SECTION, Elf
+from verifiers.sandbox import RunResult, Sandbox
+from verifiers.x86asm import callgrind, toolchain
+from verifiers.x86asm.cases import (
+    FLAG_BASE,
+    FLAG_VALGRIND,
+    HELPERS,
+    Generator,
+    Workload,
+    encode,
+    parse_output,
+    same_result,
+    started,
+)
+from verifiers.x86asm.signature import Signature, parse_signature
+
+KIT_VERSION = "1"
+TRUSTED_LIMITS = Limits(timeout_s=300.0, cpu_s=240, memory_mb=4096, output_bytes=16 * 2**20)
+_locks: dict[str, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+class KitError(RuntimeError):
+    """The task's own reference or baseline does not hold (a task or install fault)."""
+
+
+@dataclass(frozen=True)
+class FunctionKit:
+    base_o: bytes
+    ref_o: bytes
+    check: list[list[int]]  # per case: [rax, rdx, window hashes...]
+    perf: list[list[int]]
+    base_instructions: int
+    costs: dict[str, float]  # CPU seconds of the reference's runs: check, time, count
+
+
+@dataclass(frozen=True)
+class ProgramKit:
+    base_bin: bytes
+    base_instructions: int
+    costs: dict[str, float]  # CPU seconds: run (the slowest test), count
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_lock:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def kit_key(task: Task) -> str:
+    return content_id(
+        "x86asm-kit",
+        KIT_VERSION,
+        task.task_id,
+        toolchain.version(toolchain.GCC),
+        toolchain.version(toolchain.AS),
+        toolchain.version(toolchain.VALGRIND),
+        *(
+            content_id(name, base64.b64encode(data).decode())
+            for name, data in sorted(
+                toolchain.driver_objects(task.harness.get("kind") == "program").items()
+            )
+        ),
+    )
+
+
+def get_kit(task: Task, unconfined: bool = False) -> FunctionKit | ProgramKit:
+    """The task's kit, from the cache or made now (KitError when the task does not hold)."""
+    key = kit_key(task)
+    program = task.harness.get("kind") == "program"
+    with _lock(key):
+        body = toolchain.cache().read(key)
+        if body is None:
+            body = (_make_program if program else _make_function)(task, unconfined)
+            toolchain.cache().write(key, body)
+    return _program_kit(body) if program else _function_kit(body)
+
+
+def _function_kit(body: dict[str, Any]) -> FunctionKit:
+    return FunctionKit(
+        base64.b64decode(body["base_o"]),
+        base64.b64decode(body["ref_o"]),
+        body["check"],
+        body["perf"],
+        int(body["base_instructions"]),
+        body["costs"],
+    )
+
+
+def _program_kit(body: dict[str, Any]) -> ProgramKit:
+    return ProgramKit(
+        base64.b64decode(body["base_bin"]), int(body["base_instructions"]), body["costs"]
+    )
+
+
+# --- objects and links of trusted code ---------------------------------------------------
+
+
+def rename(obj: bytes, prefix: str, helpers: bool) -> bytes:
+    """`obj` with every symbol it defines renamed `prefix.*` (and, for a function's object,
+    its library calls sent through their alignment checks): the host's objcopy, for
+    trusted objects only."""
+    elf = Elf(obj, bits=64)
+    defined = [
+        s.name
+        for s in elf.symbols
+        if s.defined and s.name and s.type not in (STT_SECTION, STT_FILE)
+    ]
+    table = toolchain.redefine_syms(
+        defined, sorted(elf.undefined()), prefix, set(HELPERS) if helpers else set()
+    )
+    with tempfile.TemporaryDirectory(prefix="crucible-x86asm-obj-") as tmp:
+        t = Path(tmp)
+        (t / "in.o").write_bytes(obj)
+        (t / "syms").write_text(table)
+        _host([toolchain.OBJCOPY, "--redefine-syms=syms", "in.o", "out.o"], t, "renaming symbols")
+        return (t / "out.o").read_bytes()
+
+
+def _host(argv: list[str], cwd: Path, what: str) -> None:
+    res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        raise KitError(f"{what}: {argv[0]} failed: {res.stderr.strip()[:1500]}")
+
+
+def link_trusted(objects: dict[str, bytes], out: Path, defsyms: dict[str, str], libs=()) -> None:
+    for name, data in objects.items():
+        (out.parent / name).write_bytes(data)
+    argv = [
+        toolchain.GCC,
+        *toolchain.LINK_FLAGS,
+        "-o",
+        out.name,
+        *objects,
+        *(f"-Wl,--defsym={k}={v}" for k, v in defsyms.items()),
+        *libs,
+    ]
+    _host(argv, out.parent, "linking the reference")
+
+
+def function_entries(task: Task, base: bool = True) -> dict[str, str]:
+    fn = task.interface["function"]
+    syms = {"crucible_cand_entry": f"cand.{fn}"}
+    if base:
+        syms["crucible_base_entry"] = f"base.{fn}"
+    return syms
+
+
+def trusted_run(work: Path, argv: list[str], unconfined: bool) -> RunResult:
+    limits = (
+        TRUSTED_LIMITS
+        if not unconfined
+        else Limits(**{**TRUSTED_LIMITS.to_dict(), "unconfined": True})
+    )
+    sb = Sandbox(limits)
+    sb.prepare_workdir(work)
+    for p in work.iterdir():
+        p.chmod({"x": 0o755, "b": 0o755, callgrind.OUT: 0o666}.get(p.name, 0o644))
+    return sb.run(argv, work)
+
+
+def _cpu(res: RunResult) -> float:
+    if res.stop is not None and res.stop.usage is not None:
+        return round(res.stop.usage.cpu_s, 4)
+    return round(res.seconds, 4)
+
+
+def _records(res: RunResult, n: int, n_arenas: int, what: str) -> list[list[int]]:
+    out = parse_output(res.stdout, n_arenas)
+    if res.returncode != 0 or out.end != n or len(out.records) != n or out.malformed:
+        raise KitError(
+            f"the reference's {what} run failed (exit {res.returncode}): "
+            f"{(res.stderr or out.malformed or res.stdout)[-800:]}"
+        )
+    bad = [r.case for r in out.records.values() if r.abi]
+    if bad:
+        raise KitError(f"the reference breaks the ABI on {what} case {bad[0]}")
+    return [[r.rax, r.rdx, *r.hashes] for _, r in sorted(out.records.items())]
+
+
+# --- function tasks ------------------------------------------------------------------------
+
+
+def _make_function(task: Task, unconfined: bool) -> dict[str, Any]:
+    sig = parse_signature(task.interface["signature"])
+    gen = Generator(sig, task.interface, task.harness)
+    check, perf = gen.check_cases(), gen.perf_workload()
+    base_o = rename(toolchain.assemble_trusted(task.harness["baselines"]["O3"]), "base", True)
+    ref_raw = toolchain.compile_object(task.harness["reference_c"], ("-O2",))
+    ref_o = rename(ref_raw, "cand", True)
+    with tempfile.TemporaryDirectory(prefix="crucible-x86asm-kit-") as tmp:
+        work = Path(tmp) / "w"
+        work.mkdir()
+        objs = {**toolchain.driver_objects(), "cand.o": ref_o, "base.o": base_o}
+        link_trusted(objs, work / "x", function_entries(task))
+        costs: dict[str, float] = {}
+        (work / "check.bin").write_bytes(encode(sig, check, "check"))
+        res = trusted_run(work, ["./x", "check.bin"], unconfined)
+        expect_check = _records(res, len(check.cases), len(check.layout.sizes), "check")
+        costs["check"] = _cpu(res)
+        (work / "time.bin").write_bytes(encode(sig, perf, "time", reps=5))
+        res = trusted_run(work, ["./x", "time.bin"], unconfined)
+        expect_perf = _records(res, len(perf.cases), len(perf.layout.sizes), "perf")
+        costs["time"] = _cpu(res) / 5
+        (work / "count.bin").write_bytes(
+            encode(sig, perf, "count", flags=FLAG_VALGRIND | FLAG_BASE)
+        )
+        (work / callgrind.OUT).write_bytes(b"")
+        res = trusted_run(
+            work, callgrind.argv(callgrind.FUNCTION_REGION, "./x", "count.bin"), unconfined
+        )
+        counted = callgrind.read(
+            work, res, callgrind.FUNCTION_REGION, f"base.{sig.name}", len(perf.cases)
+        )
+        if isinstance(counted, str):
+            raise KitError(f"the baseline's instruction count failed: {counted}")
+        costs["count"] = _cpu(res)
+        by_base = _records(res, len(perf.cases), len(perf.layout.sizes), "baseline count")
+        for i, (want, got) in enumerate(zip(expect_perf, by_base, strict=True)):
+            if not same_result(sig, want, got):
+                raise KitError(f"the -O3 baseline disagrees with the reference on perf call {i}")
+    return {
+        "base_o": base64.b64encode(base_o).decode(),
+        "ref_o": base64.b64encode(ref_o).decode(),
+        "check": expect_check,
+        "perf": expect_perf,
+        "base_instructions": counted,
+        "costs": costs,
+    }
+
+
+# --- program tasks -------------------------------------------------------------------------
+
+
+def _make_program(task: Task, unconfined: bool) -> dict[str, Any]:
+    base_o = rename(toolchain.assemble_trusted(task.harness["baselines"]["O3"]), "cand", False)
+    tests = task.harness["tests"]
+    with tempfile.TemporaryDirectory(prefix="crucible-x86asm-kit-") as tmp:
+        work = Path(tmp) / "w"
+        work.mkdir()
+        objs = {**toolchain.driver_objects(program=True), "cand.o": base_o}
+        link_trusted(objs, work / "b", {"crucible_cand_entry": "cand.main"}, ("-lm",))
+        worst = 0.0
+        for i, t in enumerate(tests):
+            (work / f"in{i}.txt").write_text(t["stdin"])
+            res = trusted_run(work, ["./b", "native", f"in{i}.txt"], unconfined)
+            got = res.stdout
+            if res.returncode != 0 or not started(res.stderr) or got != t["stdout"]:
+                raise KitError(
+                    f"the -O3 baseline fails the task's test {i} (exit {res.returncode}): "
+                    f"expected {t['stdout'][:200]!r}, got {got[:200]!r} {res.stderr[-300:]}"
+                )
+            worst = max(worst, _cpu(res))
+        perf = task.harness["perf_test"]
+        (work / callgrind.OUT).write_bytes(b"")
+        res = trusted_run(
+            work,
+            callgrind.argv(callgrind.PROGRAM_REGION, "./b", "valgrind", f"in{perf}.txt"),
+            unconfined,
+        )
+        counted = callgrind.read(work, res, callgrind.PROGRAM_REGION, "cand.main", 1)
+        if isinstance(counted, str):
+            raise KitError(f"the baseline's instruction count failed: {counted}")
+        base_bin = (work / "b").read_bytes()
+    return {
+        "base_bin": base64.b64encode(base_bin).decode(),
+        "base_instructions": counted,
+        "costs": {"run": worst, "count": _cpu(res)},
+    }
+
+
+def reference_dump(
+    task: Task, sig: Signature, work: Workload, case: int, unconfined: bool
+) -> dict[int, tuple[int, bytes]]:
+    """The reference's windows after `case` (for a mismatch's feedback): its own binary,
+    linked on the host, run in a sandbox of its own."""
+    k = get_kit(task, unconfined)
+    assert isinstance(k, FunctionKit)
+    with tempfile.TemporaryDirectory(prefix="crucible-x86asm-ref-") as tmp:
+        w = Path(tmp) / "w"
+        w.mkdir()
+        objs = {**toolchain.driver_objects(), "cand.o": k.ref_o, "base.o": k.base_o}
+        link_trusted(objs, w / "x", function_entries(task))
+        (w / "dump.bin").write_bytes(encode(sig, work, "dump", arg=case))
+        res = trusted_run(w, ["./x", "dump.bin"], unconfined)
+        return parse_output(res.stdout, len(work.layout.sizes)).dumps

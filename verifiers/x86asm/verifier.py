@@ -1,0 +1,796 @@
+"""The x86asm verifier: x86-64 assembly for a C function (or a whole program), accepted only
+when it is correct on every test, keeps the calling convention, and is measurably faster
+than the gcc -O3 baseline the task gives.
+
+Gates, in order (`cpu` node; every tool in the sandbox, one session per candidate):
+
+- `assemble` (build): GNU as, limited to the task's ISA (x86-64-v3: AVX2, BMI2, FMA);
+  its errors parsed (unknown mnemonic, bad operand, outside the ISA, syntax).
+- `static` (build): the object, read on the host: the entry is a global function in
+  .text; no constructor, IFUNC or writable-and-executable section; no writable data (a
+  pure function keeps no state); calls only the library functions the task allows; and,
+  from objdump's disassembly, no system call, software interrupt, cycle counter or
+  valgrind client request, nothing outside the ISA. A refusal is `rejected`.
+- `link` (build): every symbol the object defines renamed `cand.*` (objcopy), library
+  calls sent through their stack-alignment checks, linked statically with the driver
+  (driver/) and the -O3 baseline (`base.*`).
+- `run` (run): the driver runs every test case natively under its seccomp filter (write
+  and exit only, once candidate code may run): a fault is `crash` (where, and which
+  buffer the address missed), a system call `forbidden_syscall`, a hang `timeout`.
+- `abi` (judge): each call went through the ABI trampoline: callee-saved registers, the
+  stack pointer, alignment at library calls, DF, MXCSR, the x87 control word and the
+  caller's frame: `abi_violation`, even when the output is right.
+- `correct` (judge): return value and every window byte against the reference C's, case by
+  case; the first failing input and both outputs in the feedback (`output_mismatch`, or
+  `out_of_bounds_write` when bytes outside the output buffers changed).
+- `copy` (perf): the same machine code as a baseline it was given: `slow` / `copied_input`.
+- `perf` (perf): wall time over repeated passes of the perf workload, candidate and
+  baseline alternating in one process (the fastest pass of each), then the instruction
+  count under callgrind (deterministic) against the baseline's. `slow` unless both beat
+  the baseline by the task's bars. The outputs of the measured runs are checked too.
+
+Program tasks (SuperCoder layout) take the same gates with the program's tests: stdin in,
+exact stdout out, its main called through the trampoline; wall time per run (process
+included, as SuperCoder's hyperfine times it) and callgrind over main.
+
+The trust boundary: the verdict comes from the driver's records on stdout, its started
+line on stderr (written before any candidate code runs: a failure before it is the
+harness's), the exit status the sandbox's pid 1 reports, and callgrind's output file
+(truncated and written by valgrind after the measured code ended). Expected results come
+from the reference, run in a separate process that never holds candidate code. A
+candidate that prints is only adding lines that are not the driver's: the run is then
+`abnormal_exit`, never a pass.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import stat
+import statistics
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
+from verifiers.contract import Artifact, Limits, Status, Task, Verdict
+from verifiers.elf import BadElf, Elf
+from verifiers.feedback import trim
+from verifiers.sandbox import RunResult
+from verifiers.warm import OutputRefused, read_beneath
+from verifiers.x86asm import callgrind, errors, kit, objcheck, toolchain
+from verifiers.x86asm.cases import (
+    ABI_BITS,
+    FLAG_VALGRIND,
+    HELPERS,
+    STARTED,
+    Case,
+    Generator,
+    Output,
+    Workload,
+    abi_findings,
+    encode,
+    parse_output,
+    same_result,
+    started,
+    windows,
+)
+from verifiers.x86asm.domain import DOMAIN
+from verifiers.x86asm.signature import Signature, parse_signature
+
+INSTALL = toolchain.INSTALL
+MAX_OBJECT = 8 * 2**20
+MAX_BINARY = 64 * 2**20
+COST_MULT = 10  # budgets: this many times the reference's own CPU seconds, with a floor
+RUN_FLOOR_S, COUNT_FLOOR_S = 1.0, 5.0
+EXIT_BAD_INPUT, EXIT_NO_FILTER, EXIT_ABI = 90, 91, 86
+CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP}
+NONCE = 0x43525543  # the canaries' seed: fixed, so a rerun is the same run
+_ENTRY_LABEL = r"^[ \t]*{name}[ \t]*:"
+
+
+def _tool(name: str) -> Tool:
+    return Tool(name, name, (name, "--version"), INSTALL)
+
+
+class X86Verifier(Verifier):
+    domain = "x86asm"
+    name = "x86asm-callgrind"
+    version = "1"
+    resource = DOMAIN.resource
+    gates = DOMAIN.gate_names
+    requires = {g: (p,) for p, g in zip(DOMAIN.gate_names, DOMAIN.gate_names[1:], strict=False)}
+    # a verdict from the fast gates never stands for a measured one
+    partial_versions = True
+    session_sandbox = True
+    tools = tuple(_tool(t) for t in ("gcc", "as", "objcopy", "objdump", "valgrind"))
+
+    # --- format -----------------------------------------------------------------------
+    def check_format(self, task: Task, code: str) -> None:
+        name = task.interface["function"]
+        if not re.search(_ENTRY_LABEL.format(name=re.escape(name)), code, re.M):
+            raise GateFail(
+                Status.FORMAT_ERROR,
+                "missing_entry_point",
+                f"the assembly defines no label `{name}:` (the task's function"
+                + (f": {task.interface['signature']})" if "signature" in task.interface else ")"),
+            )
+
+    def verify_many(
+        self, items: list[tuple[Task, Any]], limits: Limits | None = None
+    ) -> list[Verdict]:
+        """A batch on `settings.workers` threads (each candidate's tools are processes of
+        their own: the threads only wait for them)."""
+        workers = self.settings.workers or os.cpu_count() or 1
+        if workers == 1 or len(items) < 2:
+            return super().verify_many(items, limits)
+        with ThreadPoolExecutor(min(workers, len(items)), "x86asm-verify") as pool:
+            return list(pool.map(lambda it: self.verify(it[0], it[1], limits), items))
+
+    # --- what the static gate may refuse (a test-only subclass lets all of it through to
+    # prove the runtime defences on their own) -------------------------------------------
+    def static_findings(self, ctx: Context, obj: Elf, disassembly: str) -> list[objcheck.Finding]:
+        found = objcheck.section_findings(obj, bool(ctx.task.harness.get("stateful")))
+        found += objcheck.disassembly_findings(disassembly)
+        for where in objcheck.client_requests(obj):
+            found.append(
+                objcheck.Finding(
+                    "forbidden_instruction",
+                    f"section {where} holds valgrind's client-request sequence: code that "
+                    "talks to the instrumentation that counts it",
+                )
+            )
+        return found
+
+    # --- gates --------------------------------------------------------------------------
+    def gate_assemble(self, ctx: Context) -> str:
+        isa = ctx.task.platform.get("isa", toolchain.DEFAULT_ISA)
+        _put(ctx, "cand.s", ctx.code)
+        march = toolchain.ISAS.get(isa, toolchain.ISAS[toolchain.DEFAULT_ISA])[0]
+        res = ctx.run([toolchain.AS, "--64", f"-march={march}", "cand.s", "-o", "cand.o"])
+        fail_on_limit(res, "as")
+        log = res.stderr
+        if res.returncode != 0:
+            diags = errors.as_diagnostics(log)
+            code = errors.as_code(diags)
+            first = next((d.show() for d in diags if d.kind == "Error"), trim(log, 300))
+            if code == "isa_not_allowed":
+                first += f" (the target is {isa})"
+            ctx.artifacts.append(Artifact("log", "assemble.log", log.encode()))
+            shown = "\n".join(d.show() for d in diags[:12]) or trim(log, 2000)
+            raise GateFail(Status.COMPILE_ERROR, code, first, feedback=shown)
+        warnings = log.count("Warning:")
+        ctx.metrics["assembler_warnings"] = warnings
+        return f"assembled for {isa} ({warnings} warnings)"
+
+    def gate_static(self, ctx: Context) -> str:
+        program = _is_program(ctx.task)
+        obj = _elf(ctx, "cand.o", MAX_OBJECT)
+        entry = "main" if program else ctx.task.interface["function"]
+        if problem := objcheck.entry_problem(obj, entry):
+            raise GateFail(Status.FORMAT_ERROR, "missing_entry_point", problem)
+        res = ctx.run([toolchain.OBJDUMP, "-d", "--no-show-raw-insn", "cand.o"])
+        fail_on_limit(res, "objdump")
+        if res.returncode != 0:
+            raise GateFail(
+                Status.COMPILE_ERROR, "compile_error", f"objdump: {trim(res.stderr, 300)}"
+            )
+        found = self.static_findings(ctx, obj, res.stdout)
+        if found:
+            f = found[0]
+            status = Status.REJECTED if f.code != "isa_not_allowed" else Status.COMPILE_ERROR
+            shown = "\n".join(x.detail for x in found[:8])
+            raise GateFail(status, f.code, f.detail, feedback=shown)
+        allowed = objcheck.PROGRAM_CALLS if program else objcheck.FUNCTION_CALLS
+        calls = sorted(obj.undefined())
+        refused = [n for n in calls if n not in allowed]
+        if refused:
+            known = [n for n in refused if n in objcheck.LIBC_NAMES]
+            if known:
+                raise GateFail(
+                    Status.COMPILE_ERROR,
+                    "api_not_allowed",
+                    f"calls {', '.join(known)}, which this task does not allow (allowed: "
+                    + ", ".join(sorted(n for n in allowed if not n.startswith("_"))[:40])
+                    + ")",
+                    metrics={"missing_symbol": known[0]},
+                )
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "undefined_symbol",
+                f"{', '.join(refused)}: defined nowhere (not in this file, not a C library "
+                "function the task allows)",
+                metrics={"missing_symbol": refused[0]},
+            )
+        ctx.state["defined"] = objcheck.defined_names(obj)
+        ctx.state["calls"] = calls
+        ctx.state["fingerprint"] = objcheck.fingerprint(obj)
+        return f"{len(obj.sections)} sections, calls {', '.join(calls) or 'nothing'}"
+
+    def gate_link(self, ctx: Context) -> str:
+        program = _is_program(ctx.task)
+        k = self._kit(ctx)
+        table = toolchain.redefine_syms(
+            ctx.state["defined"], ctx.state["calls"], "cand", set() if program else set(HELPERS)
+        )
+        _put(ctx, "syms.txt", table)
+        res = ctx.run([toolchain.OBJCOPY, "--redefine-syms=syms.txt", "cand.o", "cand2.o"])
+        fail_on_limit(res, "objcopy")
+        if res.returncode != 0:
+            raise GateFail(
+                Status.COMPILE_ERROR, "compile_error", f"objcopy: {trim(res.stderr, 300)}"
+            )
+        objects = dict(toolchain.driver_objects(program))
+        if program:
+            defsyms, libs = {"crucible_cand_entry": "cand.main"}, ["-lm"]
+            _put(ctx, "b", k.base_bin, mode=0o755)
+        else:
+            objects["base.o"] = k.base_o
+            defsyms, libs = kit.function_entries(ctx.task), []
+        for name, data in objects.items():
+            _put(ctx, name, data)
+        argv = [
+            toolchain.GCC,
+            *toolchain.LINK_FLAGS,
+            "-o",
+            "x",
+            *[n for n in objects if n != "base.o"],
+            "cand2.o",
+            *(["base.o"] if "base.o" in objects else []),
+            *(f"-Wl,--defsym={a}={b}" for a, b in defsyms.items()),
+            *libs,
+        ]
+        res = ctx.run(argv)
+        fail_on_limit(res, "ld")
+        if res.returncode != 0:
+            code, summary, missing = errors.link_problem(res.stderr)
+            ctx.artifacts.append(Artifact("log", "link.log", res.stderr.encode()))
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                code,
+                summary,
+                feedback=trim(res.stderr.replace("cand.", ""), 2000),
+                metrics={"missing_symbol": missing[0]} if missing else None,
+            )
+        return "linked with the driver" + ("" if program else " and the -O3 baseline")
+
+    def gate_run(self, ctx: Context) -> str:
+        if _is_program(ctx.task):
+            return self._run_program(ctx)
+        sig, gen = _function(ctx.task)
+        work = gen.check_cases()
+        ctx.state["check"] = work
+        k: kit.FunctionKit = self._kit(ctx)
+        _put(ctx, "check.bin", encode(sig, work, "check", nonce=NONCE))
+        res = ctx.run(
+            ["./x", "check.bin"], self_signal=True, **_budget(ctx, k.costs["check"], RUN_FLOOR_S)
+        )
+        out = self._outcome(ctx, res, "the function", work)
+        ctx.state["out"] = out
+        return f"{len(out.records)} calls returned"
+
+    def gate_abi(self, ctx: Context) -> str:
+        if _is_program(ctx.task):
+            return self._abi_program(ctx)
+        out: Output = ctx.state["out"]
+        work: Workload = ctx.state["check"]
+        _abi(ctx, out, work, "")
+        return f"{len(out.records)} calls kept the calling convention"
+
+    def gate_correct(self, ctx: Context) -> str:
+        if _is_program(ctx.task):
+            return self._correct_program(ctx)
+        sig, _ = _function(ctx.task)
+        k: kit.FunctionKit = self._kit(ctx)
+        out: Output = ctx.state["out"]
+        work: Workload = ctx.state["check"]
+        for i, want in enumerate(k.check):
+            r = out.records[i]
+            got = [r.rax, r.rdx, *r.hashes]
+            if not same_result(sig, want, got):
+                self._mismatch(ctx, sig, work, i, want, got, "")
+        return f"all {len(k.check)} cases match the reference"
+
+    def gate_copy(self, ctx: Context) -> str:
+        mine = ctx.state["fingerprint"]
+        for label, text in ctx.task.harness["baselines"].items():
+            try:
+                theirs = objcheck.fingerprint(Elf(toolchain.assemble_trusted(text), bits=64))
+            except (toolchain.ToolchainError, BadElf):
+                continue
+            if mine == theirs:
+                what = (
+                    "the assembly the task gave" if label == "given" else f"gcc's -{label} baseline"
+                )
+                raise GateFail(
+                    Status.SLOW,
+                    "copied_input",
+                    f"the candidate assembles to the same machine code as {what}: a copy, "
+                    "not an optimization",
+                    metrics={"copied": label},
+                )
+        return "differs from every baseline"
+
+    def gate_perf(self, ctx: Context) -> str:
+        if _is_program(ctx.task):
+            cand_ns, base_ns, samples = self._time_program(ctx)
+        else:
+            cand_ns, base_ns, samples = self._time_function(ctx)
+        instructions = self._count(ctx)
+        k = self._kit(ctx)
+        h = ctx.task.harness
+        speedup = k.base_instructions / max(1, instructions)
+        wall = base_ns / max(1, cand_ns)
+        median = statistics.median(samples)
+        ctx.metrics.update(
+            instructions=instructions,
+            baseline_instructions=k.base_instructions,
+            speedup=round(speedup, 4),
+            wall_ns=cand_ns,
+            baseline_wall_ns=base_ns,
+            speedup_wall=round(wall, 4),
+            wall_spread=round(median / max(1, cand_ns) - 1, 4),
+            timing_reps=len(samples),
+        )
+        summary = (
+            f"{instructions:,} instructions vs the -O3 baseline's {k.base_instructions:,} "
+            f"({speedup:.3f}x); wall {cand_ns / 1e3:.1f} us vs {base_ns / 1e3:.1f} us "
+            f"({wall:.3f}x, fastest of {len(samples)} passes each)"
+        )
+        bar, wall_bar = float(h.get("speed_bar", 1.0)), float(h.get("wall_bar", 1.0))
+        if speedup <= bar:
+            raise GateFail(
+                Status.SLOW,
+                "slow",
+                f"not faster than the -O3 baseline in instructions: {summary}; the task's bar "
+                f"is more than {bar:g}x",
+            )
+        if wall <= wall_bar:
+            raise GateFail(
+                Status.SLOW,
+                "slow",
+                f"fewer instructions but not faster in wall time: {summary}; the task's wall "
+                f"bar is more than {wall_bar:g}x",
+            )
+        ctx.notes.append(f"measured: {summary}")
+        return summary
+
+    # --- function tasks: the runs ------------------------------------------------------
+    def _outcome(self, ctx: Context, res: RunResult, what: str, work: Workload) -> Output:
+        """The driver's records, or the GateFail that says how the run ended."""
+        has_started = started(res.stderr)
+        fail_on_limit(res, what)
+        if not has_started:
+            raise GateFail(
+                Status.INFRA_ERROR,
+                "harness_error",
+                f"the driver failed before any candidate code ran (exit {res.returncode}): "
+                + trim(res.stderr, 400),
+            )
+        out = parse_output(res.stdout, len(work.layout.sizes))
+        if res.signal == signal.SIGSYS:
+            last = max(out.records, default=-1)
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "forbidden_syscall",
+                f"{what} made a system call the harness does not allow (killed by SIGSYS, "
+                f"during case {last + 1}): an optimized function makes none",
+            )
+        crashed_by = out.crash.signal if out.crash else res.signal
+        if crashed_by in CRASH_SIGNALS:
+            raise GateFail(
+                Status.RUNTIME_ERROR, "crash", *self._crash_text(ctx, out, work, crashed_by)
+            )
+        n = len(work.cases)
+        if out.malformed or out.end != n or len(out.records) != n:
+            done = len(out.records)
+            why = (
+                f"wrote a line that is not the driver's: {out.malformed!r}"
+                if out.malformed
+                else f"ended (exit {res.returncode}) after {done} of {n} calls returned"
+            )
+            raise GateFail(Status.RUNTIME_ERROR, "abnormal_exit", f"{what} {why}")
+        return out
+
+    def _crash_text(self, ctx: Context, out: Output, work: Workload, sig: int) -> tuple[str, str]:
+        name = signal.Signals(sig).name
+        crash = out.crash
+        if crash is None or not 0 <= crash.case < len(work.cases):
+            detail = f"the function was killed by {name}"
+            return detail, detail
+        case = work.cases[crash.case]
+        where = _symbol_at(ctx, crash.rip)
+        detail = f"{name} in case {crash.case} ({case.why})" + (f" at {where}" if where else "")
+        lines = [detail]
+        if sig in (signal.SIGSEGV, signal.SIGBUS):
+            lines.append(f"fault address 0x{crash.addr:x}: {_address(work, case, out, crash.addr)}")
+        lines.append("inputs: " + describe(_function(ctx.task)[0], case))
+        return detail, "\n".join(lines)
+
+    def _mismatch(
+        self, ctx: Context, sig: Signature, work: Workload, i: int, want: list[int],
+        got: list[int], label: str,
+    ) -> None:  # fmt: skip
+        case = work.cases[i]
+        lines = [f"{label}case {i} ({case.why}): " + describe(sig, case)]
+        code = "output_mismatch"
+        if sig.ret is not None and (want[0] ^ got[0]) & ((1 << sig.ret.bits) - 1):
+            lines.append(f"returned {_show(sig.ret, got[0])}, expected {_show(sig.ret, want[0])}")
+        if want[2:] != got[2:] and not label:
+            diff, outside = self._diff_windows(ctx, sig, work, i, want, got)
+            lines += diff
+            if outside:
+                code = "out_of_bounds_write"
+        elif want[2:] != got[2:]:
+            lines.append("the buffers it writes differ from the reference's")
+        raise GateFail(Status.WRONG_ANSWER, code, lines[1] if len(lines) > 1 else lines[0],
+                       feedback="\n".join(lines))  # fmt: skip
+
+    def _diff_windows(
+        self, ctx: Context, sig: Signature, work: Workload, i: int, want: list[int], got: list[int]
+    ) -> tuple[list[str], bool]:
+        """Both windows of case i byte by byte (the candidate's dumped in its session, the
+        reference's from its own binary): what differs, and whether any of it lies outside
+        the buffers the function may write."""
+        _put(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i))
+        res = ctx.run(["./x", "dump.bin"], self_signal=True, **_budget(ctx, 0.1, RUN_FLOOR_S))
+        mine = parse_output(res.stdout, len(work.layout.sizes)).dumps
+        theirs = kit.reference_dump(ctx.task, sig, work, i, ctx.limits.unconfined)
+        lines, outside = [], False
+        case = work.cases[i]
+        for a, (lo, _hi) in enumerate(windows(case, work.layout)):
+            if want[2 + a] == got[2 + a] or a not in mine or a not in theirs:
+                continue
+            cb, rb = mine[a][1], theirs[a][1]
+            for name, b in case.buffers.items():
+                if work.layout.arena_of[name] != a or b.elems is None:
+                    continue
+                access = ctx.task.interface["buffers"][name]["access"]
+                size = b.param.type.size
+                start, end = b.offset - lo, b.offset - lo + b.nbytes
+                for k in range(start, min(end, len(cb), len(rb)), size):
+                    if cb[k : k + size] != rb[k : k + size]:
+                        idx = (k - start) // size
+                        t = b.param.type
+                        g = t.wrap(int.from_bytes(cb[k : k + size], "little"))
+                        w = t.wrap(int.from_bytes(rb[k : k + size], "little"))
+                        if access == "in":
+                            outside = True
+                            lines.append(f"changed its input {name}[{idx}] to {g} (it was {w})")
+                        else:
+                            lines.append(f"{name}[{idx}] = {g}, expected {w}")
+                        break
+            owned = [
+                (b.offset - lo, b.offset - lo + b.nbytes)
+                for n, b in case.buffers.items()
+                if work.layout.arena_of[n] == a and b.elems is not None
+            ]
+            stray = [
+                k for k in range(min(len(cb), len(rb)))
+                if cb[k] != rb[k] and not any(s <= k < e for s, e in owned)
+            ]  # fmt: skip
+            if stray:
+                outside = True
+                first = case.buffers[
+                    next(n for n, x in case.buffers.items() if work.layout.arena_of[n] == a)
+                ]
+                rel = stray[0] - (first.offset - lo)
+                where = (
+                    f"{-rel} bytes before {first.param.name}"
+                    if rel < 0
+                    else f"{rel - first.nbytes} bytes past the end of {first.param.name}"
+                )
+                lines.append(f"wrote {len(stray)} bytes outside its buffers (the first {where})")
+        return lines or ["the buffers differ from the reference's"], outside
+
+    def _time_function(self, ctx: Context) -> tuple[int, int, list[int]]:
+        sig, gen = _function(ctx.task)
+        k: kit.FunctionKit = self._kit(ctx)
+        perf = gen.perf_workload()
+        ctx.state["perf"] = perf
+        reps = int(self.settings.timing_reps)
+        _put(ctx, "time.bin", encode(sig, perf, "time", reps=reps, nonce=NONCE))
+        cost = 2 * reps * k.costs["time"] + k.costs["check"]
+        res = ctx.run(["./x", "time.bin"], self_signal=True, **_budget(ctx, cost, 2 * RUN_FLOOR_S))
+        out = self._outcome(ctx, res, "the timed run", perf)
+        self._perf_outputs(ctx, sig, perf, out, k, "the timed run")
+        if len(out.times) != reps:
+            raise GateFail(Status.RUNTIME_ERROR, "abnormal_exit", "the timed run reported no times")
+        cand = [c for c, _ in out.times]
+        return min(cand), min(b for _, b in out.times), cand
+
+    def _perf_outputs(
+        self,
+        ctx: Context,
+        sig: Signature,
+        perf: Workload,
+        out: Output,
+        k: kit.FunctionKit,
+        what: str,
+    ) -> None:
+        _abi(ctx, out, perf, f"{what}: ")
+        for i, want in enumerate(k.perf):
+            r = out.records[i]
+            got = [r.rax, r.rdx, *r.hashes]
+            if not same_result(sig, want, got):
+                self._mismatch(ctx, sig, perf, i, want, got, f"{what} (the perf workload), ")
+
+    def _count(self, ctx: Context) -> int:
+        program = _is_program(ctx.task)
+        k = self._kit(ctx)
+        _put(ctx, callgrind.OUT, b"", mode=0o666)
+        if program:
+            perf = ctx.task.harness["perf_test"]
+            argv = callgrind.argv(callgrind.PROGRAM_REGION, "./x", "valgrind", f"in{perf}.txt")
+            entry, calls, what = "cand.main", 1, "the program"
+        else:
+            sig, _ = _function(ctx.task)
+            perf: Workload = ctx.state["perf"]
+            _put(ctx, "count.bin", encode(sig, perf, "count", flags=FLAG_VALGRIND, nonce=NONCE))
+            argv = callgrind.argv(callgrind.FUNCTION_REGION, "./x", "count.bin")
+            entry, calls, what = f"cand.{sig.name}", len(perf.cases), "the counted run"
+        res = ctx.run(argv, self_signal=True, **_budget(ctx, k.costs["count"], COUNT_FLOOR_S))
+        if not program:
+            out = self._outcome(ctx, res, what, perf)
+            self._perf_outputs(ctx, sig, perf, out, k, what)
+        else:
+            fail_on_limit(res, what)
+        region = callgrind.PROGRAM_REGION if program else callgrind.FUNCTION_REGION
+        counted = callgrind.read(ctx.workdir, res, region, entry, calls)
+        if isinstance(counted, str):
+            # the native runs were fine: valgrind could not measure this code (an
+            # instruction it does not decode, its own failure): the tool's, retried
+            raise GateFail(Status.INFRA_ERROR, "tool_crash", f"callgrind: {counted}")
+        return counted
+
+    # --- program tasks ------------------------------------------------------------------
+    def _run_program(self, ctx: Context) -> str:
+        k: kit.ProgramKit = self._kit(ctx)
+        tests = ctx.task.harness["tests"]
+        results = []
+        for i, t in enumerate(tests):
+            _put(ctx, f"in{i}.txt", t["stdin"])
+            res = ctx.run(
+                ["./x", "native", f"in{i}.txt"],
+                self_signal=True,
+                **_budget(ctx, k.costs["run"], RUN_FLOOR_S),
+            )
+            fail_on_limit(res, f"the program on test {i}")
+            if not started(res.stderr):
+                raise GateFail(
+                    Status.INFRA_ERROR,
+                    "harness_error",
+                    f"the driver failed before the program ran (exit {res.returncode}): "
+                    + trim(res.stderr, 400),
+                )
+            if res.signal == signal.SIGSYS:
+                raise GateFail(
+                    Status.RUNTIME_ERROR,
+                    "forbidden_syscall",
+                    f"the program made a system call the harness does not allow on test {i} "
+                    "(killed by SIGSYS)",
+                )
+            if res.signal in CRASH_SIGNALS:
+                name = signal.Signals(res.signal).name
+                raise GateFail(
+                    Status.RUNTIME_ERROR,
+                    "crash",
+                    f"{name} on test {i}",
+                    feedback=f"{name} on test {i}; its input:\n{trim(t['stdin'], 600)}",
+                )
+            results.append(res)
+            if res.returncode not in (0, EXIT_ABI):
+                raise GateFail(
+                    Status.RUNTIME_ERROR,
+                    "nonzero_exit",
+                    f"the program exited with status {res.returncode} on test {i}",
+                    feedback=f"exit status {res.returncode} on test {i}; its input:\n"
+                    f"{trim(t['stdin'], 600)}\nits stderr:\n"
+                    + trim(res.stderr[len(STARTED) :], 600),
+                )
+        ctx.state["program_runs"] = results
+        return f"{len(results)} tests ran"
+
+    def _abi_program(self, ctx: Context) -> str:
+        for i, res in enumerate(ctx.state["program_runs"]):
+            if res.returncode != EXIT_ABI:
+                continue
+            m = re.search(r"^crucible: abi ([0-9a-f]+) ([0-9a-f]+)$", res.stderr, re.M)
+            bits = int(m[1], 16) if m else 0
+            found = abi_findings(bits) or ["main broke the calling convention"]
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "abi_violation",
+                f"test {i}: main " + "; ".join(found),
+                metrics={"abi": [n for n, _ in ABI_BITS if bits]},
+            )
+        return "main kept the calling convention"
+
+    def _correct_program(self, ctx: Context) -> str:
+        tests = ctx.task.harness["tests"]
+        for i, (t, res) in enumerate(zip(tests, ctx.state["program_runs"], strict=True)):
+            if res.stdout == t["stdout"]:
+                continue
+            got, want = res.stdout.splitlines(), t["stdout"].splitlines()
+            n = next(
+                (j for j, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                min(len(got), len(want)),
+            )
+            g = got[n] if n < len(got) else "(end of output)"
+            w = want[n] if n < len(want) else "(end of output)"
+            detail = f"test {i}: output line {n + 1} is {g!r}, expected {w!r}"
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "output_mismatch",
+                detail,
+                feedback=f"{detail}\ninput:\n{trim(t['stdin'], 800)}",
+            )
+        return f"all {len(tests)} tests print the expected output"
+
+    def _time_program(self, ctx: Context) -> tuple[int, int, list[int]]:
+        k: kit.ProgramKit = self._kit(ctx)
+        perf = ctx.task.harness["perf_test"]
+        want = ctx.task.harness["tests"][perf]["stdout"]
+        reps = int(self.settings.timing_reps)
+        times: dict[str, list[int]] = {"x": [], "b": []}
+        budget = _budget(ctx, k.costs["run"], RUN_FLOOR_S)
+        for r in range(reps):
+            for binary in ("x", "b") if r % 2 == 0 else ("b", "x"):
+                res = ctx.run(
+                    [f"./{binary}", "native", f"in{perf}.txt"], self_signal=True, **budget
+                )
+                fail_on_limit(res, "the timed program")
+                if binary == "x" and (res.returncode != 0 or res.stdout != want):
+                    raise GateFail(
+                        Status.WRONG_ANSWER,
+                        "output_mismatch",
+                        f"a timed run of the perf test printed other output "
+                        f"(exit {res.returncode})",
+                    )
+                start = res.stop.setup_s if res.stop is not None else 0.0
+                times[binary].append(int((res.seconds - start) * 1e9))
+        return min(times["x"]), min(times["b"]), times["x"]
+
+    # --- shared ---------------------------------------------------------------------------
+    def _kit(self, ctx: Context) -> kit.FunctionKit | kit.ProgramKit:
+        got = ctx.state.get("kit")
+        if got is None:
+            try:
+                got = kit.get_kit(ctx.task, ctx.limits.unconfined)
+            except (kit.KitError, toolchain.ToolchainError) as e:
+                raise GateFail(Status.INFRA_ERROR, "harness_error", str(e)) from None
+            ctx.state["kit"] = got
+        return got
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _is_program(task: Task) -> bool:
+    return task.harness.get("kind") == "program"
+
+
+_functions: dict[str, tuple[Signature, Generator]] = {}
+
+
+def _function(task: Task) -> tuple[Signature, Generator]:
+    got = _functions.get(task.task_id)
+    if got is None:
+        sig = parse_signature(task.interface["signature"])
+        got = _functions[task.task_id] = (sig, Generator(sig, task.interface, task.harness))
+    return got
+
+
+def _budget(ctx: Context, cost_s: float, floor_s: float) -> dict[str, Any]:
+    """CPU for a run: COST_MULT times the reference's own, at least `floor_s`, at most the
+    Limits' (a hang spends it and ends as the candidate's timeout); the Limits' wall."""
+    cpu = min(float(ctx.limits.cpu_s), max(floor_s, COST_MULT * cost_s))
+    return {"cpu_s": max(1, math.ceil(cpu)), "timeout_s": ctx.limits.timeout_s}
+
+
+def _abi(ctx: Context, out: Output, work: Workload, label: str) -> None:
+    for i, r in sorted(out.records.items()):
+        if not r.abi:
+            continue
+        found = abi_findings(r.abi)
+        helpers = [h for bit, h in enumerate(HELPERS) if r.misaligned >> bit & 1]
+        if helpers:
+            found = [
+                f + f" (at calls to {', '.join(helpers)})" if "aligned" in f else f for f in found
+            ]
+        case = work.cases[i]
+        detail = f"{label}case {i} ({case.why}): " + "; ".join(found)
+        raise GateFail(
+            Status.RUNTIME_ERROR,
+            "abi_violation",
+            detail,
+            feedback=detail
+            + "\ninputs: "
+            + describe(_function(ctx.task)[0], case)
+            + "\n(the output may be right: the caller's registers or stack are not)",
+            metrics={"abi": [n for b, (n, _) in enumerate(ABI_BITS) if r.abi >> b & 1]},
+        )
+
+
+def describe(sig: Signature, case: Case, most: int = 8) -> str:
+    parts = []
+    for p in sig.params:
+        if not p.pointer:
+            parts.append(f"{p.name}={case.scalars[p.name]}")
+            continue
+        b = case.buffers[p.name]
+        if b.elems is None:
+            parts.append(f"{p.name}=NULL")
+            continue
+        shown = ", ".join(str(v) for v in b.elems[:most]) + (", ..." if len(b.elems) > most else "")
+        parts.append(f"{p.name}=[{shown}] ({len(b.elems)} x {p.type.name}, {b.placement})")
+    return "; ".join(parts)
+
+
+def _show(t, v: int) -> str:
+    x = t.wrap(v)
+    return f"{x} (0x{v & ((1 << t.bits) - 1):x})"
+
+
+def _address(work: Workload, case: Case, out: Output, addr: int) -> str:
+    """Where a fault address lies relative to the case's buffers."""
+    for a, base in out.arenas.items():
+        size = work.layout.sizes[a] if a < len(work.layout.sizes) else 0
+        if not base - 4096 <= addr < base + size + 4096:
+            continue
+        off = addr - base
+        best = None
+        for name, b in case.buffers.items():
+            if work.layout.arena_of[name] != a or b.elems is None:
+                continue
+            if b.offset <= off < b.offset + b.nbytes:
+                return f"inside {name} (byte {off - b.offset} of {b.nbytes})"
+            dist = b.offset - off if off < b.offset else off - (b.offset + b.nbytes) + 1
+            if best is None or dist < best[0]:
+                best = (dist, name, off < b.offset, b)
+        if best:
+            dist, name, before, b = best
+            side = (
+                f"{dist} bytes before the start of" if before else f"{dist} bytes past the end of"
+            )
+            tail = " (an unmapped page follows it)" if b.offset + b.nbytes == size else ""
+            return f"{side} {name}{tail}"
+    return "outside every buffer the function was given"
+
+
+def _symbol_at(ctx: Context, rip: int) -> str | None:
+    try:
+        x = Elf(read_beneath(ctx.workdir, ctx.workdir / "x", MAX_BINARY), bits=64)
+    except (OutputRefused, BadElf, OSError):
+        return None
+    where = x.function_at(rip)
+    if where is None:
+        return None
+    if where.startswith("cand."):
+        return where.removeprefix("cand.")
+    return f"{where} (outside the candidate's code)"
+
+
+def _put(ctx: Context, name: str, data: str | bytes, mode: int = 0o644) -> None:
+    """A host-written input in the work dir: a new file, never through a planted link."""
+    path = ctx.workdir / name
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", f"{name} is a directory")
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    raw = data.encode() if isinstance(data, str) else data
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)
+        f.write(raw)
+
+
+def _elf(ctx: Context, name: str, limit: int) -> Elf:
+    try:
+        return Elf(read_beneath(ctx.workdir, ctx.workdir / name, limit), bits=64)
+    except (OutputRefused, BadElf, OSError) as e:
+        raise GateFail(Status.COMPILE_ERROR, "compile_error", f"{name}: {e}") from None
