@@ -23,6 +23,7 @@ input the function must not change, differs from the reference's window.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -175,6 +176,10 @@ def draw(rng: random.Random, lo: int, hi: int, spec: Mapping[str, Any]) -> int:
     return rng.randint(lo, hi)
 
 
+FAST_ELEMS = 4096  # longer buffers are drawn uniformly from random bytes (speed)
+_FMT = {8: "b", 16: "h", 32: "i", 64: "q"}
+
+
 def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: str) -> list[int]:
     lo, hi = value_range(p.type, spec)
     if fill == "zeros":
@@ -183,6 +188,15 @@ def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: 
         vals = [hi] * n
     elif fill == "min":
         vals = [lo] * n
+    elif n > FAST_ELEMS and not spec.get("choices"):
+        t = p.type
+        fmt = _FMT[t.bits] if t.signed else _FMT[t.bits].upper()
+        raw = struct.unpack(f"<{n}{fmt}", rng.randbytes(n * t.size))
+        if (lo, hi) == (t.lo, t.hi):
+            vals = list(raw)
+        else:
+            span = hi - lo + 1
+            vals = [lo + (v - t.lo) % span for v in raw]
     else:
         vals = [draw(rng, lo, hi, spec) for _ in range(n)]
     if spec.get("sorted"):
@@ -219,11 +233,12 @@ class Generator:
         return out
 
     def _buffers(self, rng: random.Random, scalars: Mapping[str, int], fill: str,
-                 lengths: Mapping[str, int]) -> dict[str, Buffer]:  # fmt: skip
+                 lengths: Mapping[str, int], contents: Mapping[str, Any] | None = None
+                 ) -> dict[str, Buffer]:  # fmt: skip
         out = {}
         for p in self.sig.pointers:
             conf = self.buffers.get(p.name, {})
-            spec = self.values.get(p.name, {})
+            spec = {**self.values.get(p.name, {}), **(contents or {}).get(p.name, {})}
             if conf.get("string"):
                 lo, hi = spec.get("length", (0, 256))
                 n = lengths.get(p.name, draw(rng, int(lo), int(hi), {}))
@@ -256,6 +271,16 @@ class Generator:
         return int(self.buffers.get(p.name, {}).get("align", p.type.size))
 
     # --- the correctness cases ---------------------------------------------------------
+    @functools.cached_property
+    def check(self) -> Workload:
+        """The correctness cases (made once per generator)."""
+        return self.check_cases()
+
+    @functools.cached_property
+    def perf(self) -> Workload:
+        """The perf workload (made once per generator)."""
+        return self.perf_workload()
+
     def check_cases(self) -> Workload:
         rng = random.Random(int(self.seed[:16], 16))
         raw: list[tuple[dict[str, int], str, str, dict[str, int], str]] = []
@@ -340,7 +365,7 @@ class Generator:
         for i in range(int(perf.get("calls", 1))):
             scalars = self._scalars(rng, fixed)
             lengths = {k: v for k, v in fixed.items() if k in self.buffers}
-            bufs = self._buffers(rng, scalars, "random", lengths)
+            bufs = self._buffers(rng, scalars, "random", lengths, perf.get("contents"))
             for b in bufs.values():
                 if b.elems is None:
                     b.elems = []

@@ -17,6 +17,7 @@ here ever sees candidate code.
 from __future__ import annotations
 
 import base64
+import hashlib
 import subprocess
 import tempfile
 import threading
@@ -68,16 +69,44 @@ class ProgramKit:
     costs: dict[str, float]  # CPU seconds: run (the slowest test), count
 
 
+_generators: dict[str, Generator] = {}
+GENERATORS_KEPT = 16  # tasks whose cases stay in memory (a perf workload is megabytes)
+
+
+def generator(task: Task) -> Generator:
+    """The task's case generator, its cases made once (kept for the last few tasks)."""
+    with _locks_lock:
+        gen = _generators.pop(task.task_id, None)
+        if gen is None:
+            sig = parse_signature(task.interface["signature"])
+            gen = Generator(sig, task.interface, task.harness)
+        _generators[task.task_id] = gen  # most recent last
+        while len(_generators) > GENERATORS_KEPT:
+            _generators.pop(next(iter(_generators)))
+    return gen
+
+
 def _lock(key: str) -> threading.Lock:
     with _locks_lock:
         return _locks.setdefault(key, threading.Lock())
 
 
 def kit_key(task: Task) -> str:
+    """The kit's cache key: the task, the toolchain, the drivers and, for a function, the
+    very inputs its results were computed on (a change in how cases are made is a new kit)."""
+    inputs: tuple[str, ...] = ()
+    if task.harness.get("kind") != "program":
+        sig = parse_signature(task.interface["signature"])
+        gen = generator(task)
+        inputs = (
+            hashlib.sha256(encode(sig, gen.check, "check")).hexdigest(),
+            hashlib.sha256(encode(sig, gen.perf, "time")).hexdigest(),
+        )
     return content_id(
         "x86asm-kit",
         KIT_VERSION,
         task.task_id,
+        *inputs,
         toolchain.version(toolchain.GCC),
         toolchain.version(toolchain.AS),
         toolchain.version(toolchain.VALGRIND),
@@ -209,8 +238,8 @@ def _records(res: RunResult, n: int, n_arenas: int, what: str) -> list[list[int]
 
 def _make_function(task: Task, unconfined: bool) -> dict[str, Any]:
     sig = parse_signature(task.interface["signature"])
-    gen = Generator(sig, task.interface, task.harness)
-    check, perf = gen.check_cases(), gen.perf_workload()
+    gen = generator(task)
+    check, perf = gen.check, gen.perf
     base_o = rename(toolchain.assemble_trusted(task.harness["baselines"]["O3"]), "base", True)
     ref_raw = toolchain.compile_object(task.harness["reference_c"], ("-O2",))
     ref_o = rename(ref_raw, "cand", True)

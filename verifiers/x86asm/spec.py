@@ -94,6 +94,8 @@ VALUE_FIELDS = (
 )  # fmt: skip
 PERF_FIELDS = (
     Field("values", dict, "the workload's scalar values (every length parameter)", required=False),
+    Field("contents", dict, "[harness.perf.contents.<buffer>]: the workload's buffer values "
+          "(range, choices), where they differ from harness.values", required=False),
     Field("calls", int, "inputs per timed pass (each its own buffers)", False,
           lambda v: 1 <= v <= 4096),
 )  # fmt: skip
@@ -187,6 +189,11 @@ def _function(
         check_fields(toml_path, table, VALUE_FIELDS, f"harness.values.{name}.")
     perf = harness_in.get("perf", {})
     check_fields(toml_path, perf, PERF_FIELDS, "harness.perf.")
+    for name, table in perf.get("contents", {}).items():
+        where = f"harness.perf.contents.{name}"
+        if name not in {p.name for p in sig.pointers} or not isinstance(table, dict):
+            raise TaskSpecError(toml_path, where, "a table for a pointer parameter", name)
+        check_fields(toml_path, table, VALUE_FIELDS, where + ".")
     sizes = {n for b in buffers.values() for n in length_names(b.get("length", 0))}
     missing = sorted(sizes - set(perf.get("values", {})))
     if sig.pointers and missing:
@@ -216,7 +223,11 @@ def _function(
         "baselines": {"O0": o0, "O3": o3},
         "values": {k: dict(v) for k, v in values.items()},
         "random_cases": harness_in.get("random_cases", 40),
-        "perf": {"values": dict(perf.get("values", {})), "calls": perf.get("calls", 1)},
+        "perf": {
+            "values": dict(perf.get("values", {})),
+            "calls": perf.get("calls", 1),
+            **({"contents": perf["contents"]} if "contents" in perf else {}),
+        },
         "speed_bar": float(harness_in.get("speed_bar", 1.0)),
         "wall_bar": float(harness_in.get("wall_bar", 1.0)),
         "stateful": bool(harness_in.get("stateful", False)),
@@ -224,7 +235,6 @@ def _function(
     try:
         gen = Generator(sig, interface, harness)
         gen.check_cases()
-        gen.perf_workload()
     except CaseError as e:
         raise TaskSpecError(toml_path, "harness.values", str(e)) from None
     return interface, harness, answer

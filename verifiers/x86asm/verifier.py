@@ -77,7 +77,7 @@ from verifiers.x86asm.cases import (
     windows,
 )
 from verifiers.x86asm.domain import DOMAIN
-from verifiers.x86asm.signature import Signature, parse_signature
+from verifiers.x86asm.signature import Signature
 
 INSTALL = toolchain.INSTALL
 MAX_OBJECT = 8 * 2**20
@@ -259,7 +259,7 @@ class X86Verifier(Verifier):
         if _is_program(ctx.task):
             return self._run_program(ctx)
         sig, gen = _function(ctx.task)
-        work = gen.check_cases()
+        work = gen.check
         ctx.state["check"] = work
         k: kit.FunctionKit = self._kit(ctx)
         _put(ctx, "check.bin", encode(sig, work, "check", nonce=NONCE))
@@ -487,7 +487,7 @@ class X86Verifier(Verifier):
     def _time_function(self, ctx: Context) -> tuple[int, int, list[int]]:
         sig, gen = _function(ctx.task)
         k: kit.FunctionKit = self._kit(ctx)
-        perf = gen.perf_workload()
+        perf = gen.perf
         ctx.state["perf"] = perf
         reps = int(self.settings.timing_reps)
         _put(ctx, "time.bin", encode(sig, perf, "time", reps=reps, nonce=NONCE))
@@ -671,15 +671,9 @@ def _is_program(task: Task) -> bool:
     return task.harness.get("kind") == "program"
 
 
-_functions: dict[str, tuple[Signature, Generator]] = {}
-
-
 def _function(task: Task) -> tuple[Signature, Generator]:
-    got = _functions.get(task.task_id)
-    if got is None:
-        sig = parse_signature(task.interface["signature"])
-        got = _functions[task.task_id] = (sig, Generator(sig, task.interface, task.harness))
-    return got
+    gen = kit.generator(task)
+    return gen.sig, gen
 
 
 def _budget(ctx: Context, cost_s: float, floor_s: float) -> dict[str, Any]:
