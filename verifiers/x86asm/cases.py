@@ -169,6 +169,8 @@ def default_edges(t: IntType, lo: int, hi: int) -> list[int]:
 
 
 def draw(rng: random.Random, lo: int, hi: int, spec: Mapping[str, Any]) -> int:
+    if spec.get("specials") and rng.random() < SPECIAL_SHARE:
+        return int(rng.choice(spec["specials"]))
     if spec.get("choices"):
         return int(rng.choice(spec["choices"]))
     if hi - lo > 256 and rng.random() < 0.5:  # small values as often as large ones
@@ -176,6 +178,7 @@ def draw(rng: random.Random, lo: int, hi: int, spec: Mapping[str, Any]) -> int:
     return rng.randint(lo, hi)
 
 
+SPECIAL_SHARE = 0.125  # how often a value with `specials` is one of them (a delimiter, say)
 FAST_ELEMS = 4096  # longer buffers are drawn uniformly from random bytes (speed)
 _FMT = {8: "b", 16: "h", 32: "i", 64: "q"}
 
@@ -188,7 +191,7 @@ def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: 
         vals = [hi] * n
     elif fill == "min":
         vals = [lo] * n
-    elif n > FAST_ELEMS and not spec.get("choices"):
+    elif n > FAST_ELEMS and not spec.get("choices") and not spec.get("specials"):
         t = p.type
         fmt = _FMT[t.bits] if t.signed else _FMT[t.bits].upper()
         raw = struct.unpack(f"<{n}{fmt}", rng.randbytes(n * t.size))
@@ -238,7 +241,8 @@ class Generator:
         out = {}
         for p in self.sig.pointers:
             conf = self.buffers.get(p.name, {})
-            spec = {**self.values.get(p.name, {}), **(contents or {}).get(p.name, {})}
+            # the perf workload's own contents replace the check cases' table whole
+            spec = (contents or {}).get(p.name) or self.values.get(p.name, {})
             if conf.get("string"):
                 lo, hi = spec.get("length", (0, 256))
                 n = lengths.get(p.name, draw(rng, int(lo), int(hi), {}))

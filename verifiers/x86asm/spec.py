@@ -89,6 +89,8 @@ VALUE_FIELDS = (
     Field("edges", list, "values every run tries", False, _ints),
     Field("choices", list, "the values drawn from, instead of a range", False,
           lambda v: _ints(v) and bool(v)),
+    Field("specials", list, "values drawn one time in eight (a delimiter, a key that matches)",
+          False, lambda v: _ints(v) and bool(v)),
     Field("sorted", bool, "true: a buffer's elements in ascending order", required=False),
     Field("length", list, "[lo, hi] of a string's length", False, _pair),
 )  # fmt: skip
