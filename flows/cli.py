@@ -999,6 +999,60 @@ def import_kernelbench(
     )
 
 
+@app.command("import-supercoder")
+def import_supercoder(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="A SuperCoder-layout dataset: a .parquet/.jsonl/.json file of rows with "
+            "extra_info {c_code, inputs, outputs, unoptimized_assembly}, a directory of such "
+            "files, or a TopCode/ + TopIO/ directory"
+        ),
+    ],
+    dest: Annotated[
+        Path,
+        typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
+    ] = Path("imported"),
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[str, typer.Option(help="Benchmark name recorded on each task")] = (
+        "supercoder"
+    ),
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Import at most this many problems")
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Build each problem's -O3 baseline and run it on the problem's own tests, "
+            "skipping (with the reason) the ones it fails; --no-check writes them all",
+        ),
+    ] = True,
+) -> None:
+    """Import SuperCoder-layout problems (a C program, its assembly, tests as stdin and
+    expected stdout) as whole-program tasks of the assembly-optimization domain: the
+    candidate is the program's assembly, judged on its exact output and its speed."""
+    do_import, (domain,) = domain_registry.importer("supercoder")
+
+    if not src.exists():
+        raise typer.BadParameter(f"{src} does not exist", param_hint="SRC")
+    if split not in ("train", "holdout"):
+        raise typer.BadParameter("must be train or holdout", param_hint="--split")
+    try:
+        imported, errors = (
+            do_import(src, dest / domain, split=split, source=source, check=check, limit=limit),
+            [],
+        )
+    except ImportProblems as e:
+        imported, errors = e.imported, e.errors
+    _report_import(
+        imported,
+        errors,
+        f"{len(imported)} imported into {dest / domain} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest} --domain {domain}",
+    )
+
+
 @app.command()
 def show(
     candidate: Annotated[
