@@ -90,6 +90,13 @@ def repair_messages(
 
 def _interface_text(task: Task) -> str:
     iface = task.interface
+    listings = iface.get("listings")
+    if listings:  # source texts the task shows whole (the C function, its baseline assembly)
+        rest = {k: v for k, v in iface.items() if k != "listings"}
+        parts = [json.dumps(rest, indent=2, sort_keys=True)]
+        for item in listings:
+            parts.append(f"{item['title']}:\n```{item['fence']}\n{item['text'].rstrip()}\n```")
+        return "\n\n".join(parts)
     ports = iface.get("ports")
     if ports:
         head = f"Top module `{iface.get('top', task.name)}`"

@@ -722,6 +722,7 @@ def build_sft_optimize(
             (value, r)
             for value, r in entries[1:]
             if _better_by(best_value, value, direction, settings.optimize_margin)
+            and _confirmed(perf, best, r)
         ]
         pairs.sort(key=lambda e: (-sign * e[0], e[1]["candidate_id"]))  # largest gain first
         for value, slow in pairs[: settings.optimize_pairs_per_task]:
@@ -743,6 +744,19 @@ def build_sft_optimize(
             key = f"{slow['candidate_id']}>{best['candidate_id']}"
             rows.append(ExportRow(key, data, _verifier(best)))
     return rows, {}
+
+
+def _confirmed(perf: PerfMetric, best: Mapping[str, Any], slow: Mapping[str, Any]) -> bool:
+    """The pair's gain holds on the domain's second metric too (`PerfMetric.confirm`: the
+    better one strictly better there), where the domain names one."""
+    if perf.confirm is None:
+        return True
+    name, direction = perf.confirm
+    a = json.loads(best["metrics"] or "{}").get(name)
+    b = json.loads(slow["metrics"] or "{}").get(name)
+    if not (_numeric(a) and _numeric(b)):
+        return False
+    return a < b if direction == "lower" else a > b
 
 
 def _better_by(best: float, other: float, direction: str, margin: float) -> bool:

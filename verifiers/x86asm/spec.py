@@ -111,8 +111,7 @@ def platform_defaults(isa: str) -> dict[str, str]:
     return {
         "target": "x86-64 Linux, System V AMD64 ABI (static binary)",
         "isa": isa,
-        "assembler": f"GNU as ({toolchain.version(toolchain.AS)}); AT&T syntax, or "
-        ".intel_syntax noprefix",
+        "assembler": f"{toolchain.as_label()}; AT&T syntax, or .intel_syntax noprefix",
         "compiler": toolchain.gcc_label(),
         "baseline": f"{toolchain.gcc_label()} -O3 (x86-64 baseline ISA)",
         "measured": "instructions (valgrind callgrind) and wall time, side by side with the "
@@ -204,8 +203,9 @@ def _function(
     reference_c = read_task_file(toml_path, "harness.reference", harness_in.get("reference"))
     if not re.search(rf"\b{re.escape(sig.name)}\s*\(", reference_c):
         raise TaskSpecError(toml_path, "harness.reference", f"a C file defining {sig.name}")
-    o0 = toolchain.compile_asm(reference_c, ("-O0",))
-    o3 = toolchain.compile_asm(reference_c, ("-O3",))
+    ref_name = Path(harness_in["reference"]).name
+    o0 = toolchain.compile_asm(reference_c, ("-O0",), ref_name)
+    o3 = toolchain.compile_asm(reference_c, ("-O3",), ref_name)
     answer = _answer(toml_path, harness_in, isa)
     interface = {
         "kind": "function",
@@ -249,7 +249,7 @@ def _answer(toml_path: Path, harness_in: dict, isa: str) -> str | None:
         return None
     opt_c = read_task_file(toml_path, "harness.optimized", harness_in["optimized"])
     flags = tuple(harness_in.get("optimized_flags", ["-O3", f"-march={toolchain.ISAS[isa][1]}"]))
-    return toolchain.compile_asm(opt_c, flags)
+    return toolchain.compile_asm(opt_c, flags, Path(harness_in["optimized"]).name)
 
 
 def _program(toml_path: Path, iface_in: dict, harness_in: dict) -> tuple[dict, dict, None]:
@@ -278,8 +278,9 @@ def _program(toml_path: Path, iface_in: dict, harness_in: dict) -> tuple[dict, d
         if "given" in harness_in
         else None
     )
-    o0 = toolchain.compile_asm(program, ("-O0",))
-    o3 = toolchain.compile_asm(program, ("-O3",))
+    name = Path(harness_in["program"]).name
+    o0 = toolchain.compile_asm(program, ("-O0",), name)
+    o3 = toolchain.compile_asm(program, ("-O3",), name)
     perf = max(range(len(tests)), key=lambda i: (len(tests[i]["stdin"]), -i))
     interface = {
         "kind": "program",

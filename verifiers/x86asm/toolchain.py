@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -37,6 +38,10 @@ DEFAULT_ISA = "x86-64-v3"
 ASM_FLAGS = ("-S", "-fno-asynchronous-unwind-tables", "-fno-ident")
 DRIVER_CFLAGS = ("-O2", "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-w")
 LINK_FLAGS = ("-static", "-z", "noexecstack", "-Wl,--no-warn-rwx-segments")
+# sections whose code the C runtime runs before main, that is before the driver installs
+# its filter and says it started: dropped from a candidate's object at the link (the static
+# gate refuses them first; this holds without it)
+BEFORE_MAIN = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".init", ".fini")
 # what the library functions a function candidate may call are reached through (tramp.S)
 HELPER_PREFIX = "crucible_w_"
 _lock = threading.Lock()
@@ -57,6 +62,12 @@ def version(tool: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "missing"
     return (out.stdout or out.stderr).strip().splitlines()[0] if out.stdout or out.stderr else "?"
+
+
+def as_label() -> str:
+    """GNU as's version: `GNU as 2.40`."""
+    found = re.findall(r"\d+\.\d+(?:\.\d+)?", version(AS))
+    return f"GNU as {found[-1]}" if found else "GNU as"
 
 
 def gcc_label() -> str:
@@ -99,15 +110,16 @@ def _cached_build(kind: str, text: str, flags: tuple[str, ...], build) -> bytes:
     return data
 
 
-def compile_asm(c_text: str, flags: tuple[str, ...]) -> str:
-    """The assembly gcc writes for trusted C (`flags`: -O3, -march=... and the like)."""
+def compile_asm(c_text: str, flags: tuple[str, ...], name: str = "f.c") -> str:
+    """The assembly gcc writes for trusted C (`flags`: -O3, -march=... and the like);
+    `name` is the file name its `.file` line gives."""
 
     def build(tmp: Path) -> bytes:
-        (tmp / "f.c").write_text(c_text)
-        _run([GCC, *flags, *ASM_FLAGS, "f.c", "-o", "f.s"], tmp, "compiling the task's C")
+        (tmp / name).write_text(c_text)
+        _run([GCC, *flags, *ASM_FLAGS, name, "-o", "f.s"], tmp, f"compiling {name}")
         return (tmp / "f.s").read_bytes()
 
-    return _cached_build("asm", c_text, flags, build).decode()
+    return _cached_build("asm", c_text, (*flags, name), build).decode()
 
 
 def compile_object(c_text: str, flags: tuple[str, ...], name: str = "f.c") -> bytes:

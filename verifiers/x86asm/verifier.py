@@ -215,7 +215,8 @@ class X86Verifier(Verifier):
             ctx.state["defined"], ctx.state["calls"], "cand", set() if program else set(HELPERS)
         )
         _put(ctx, "syms.txt", table)
-        res = ctx.run([toolchain.OBJCOPY, "--redefine-syms=syms.txt", "cand.o", "cand2.o"])
+        drop = [f"--remove-section={name}*" for name in toolchain.BEFORE_MAIN]
+        res = ctx.run([toolchain.OBJCOPY, "--redefine-syms=syms.txt", *drop, "cand.o", "cand2.o"])
         fail_on_limit(res, "objcopy")
         if res.returncode != 0:
             raise GateFail(
@@ -740,7 +741,7 @@ def _address(work: Workload, case: Case, out: Output, addr: int) -> str:
                 continue
             if b.offset <= off < b.offset + b.nbytes:
                 return f"inside {name} (byte {off - b.offset} of {b.nbytes})"
-            dist = b.offset - off if off < b.offset else off - (b.offset + b.nbytes) + 1
+            dist = b.offset - off if off < b.offset else off - (b.offset + b.nbytes)
             if best is None or dist < best[0]:
                 best = (dist, name, off < b.offset, b)
         if best:

@@ -1,0 +1,274 @@
+"""Hostile x86-64 assembly for the x86asm verifier: what each one tries, by mechanism.
+
+Each case is the fixture task's reference answer (tests/fixtures/x86asm/add_scaled) with
+hostile code put at the function's entry (or a section added); `Outside.fill` fills
+{SECRET_HOME}, {SECRET_TMP}, {TMP}. `front` is the status family (and `code`, the taxonomy
+code) through the front door, where the static gate refuses system calls, traps, valgrind
+client requests, constructors and writable code; `runtime` (and `runtime_code`), where set,
+is what the same code earns with the static rules switched off (a test-only subclass), so
+the driver's seccomp filter, the sandbox and the harness's checks are what stop it. A case
+that finds its attack refused goes on to do the task, so only the attack decides. Ids read
+`mechanism-what`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.adversarial.harness import CANDIDATE_FAULT, LIMITS
+from verifiers.catalog import load_task
+from verifiers.contract import Status
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "x86asm" / "add_scaled"
+ENTRY = "add_scaled:\n"
+REJECTED = {Status.REJECTED}
+RUNTIME = {Status.RUNTIME_ERROR}
+WRONG = {Status.WRONG_ANSWER}
+
+
+def reference() -> str:
+    return load_task(FIXTURE, "x86asm").reference
+
+
+def at_entry(body: str, data: str = "") -> str:
+    ref = reference()
+    assert ENTRY in ref
+    return ref.replace(ENTRY, ENTRY + body, 1) + data
+
+
+def string(label: str, text: str) -> str:
+    return f'\t.section .rodata\n{label}:\n\t.string "{text}"\n'
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    code: str
+    front: frozenset
+    code_front: str | None = None
+    runtime: frozenset | None = None
+    code_runtime: str | None = None
+
+
+def case(id_, code, front=CANDIDATE_FAULT, code_front=None, runtime=None, code_runtime=None):
+    return Case(
+        id_,
+        code,
+        frozenset(front),
+        code_front,
+        frozenset(runtime) if runtime else None,
+        code_runtime,
+    )
+
+
+def syscall_case(id_: str, body: str, data: str = "", runtime_code="forbidden_syscall") -> Case:
+    """A raw system call: refused statically; past that, killed by the driver's filter
+    (or, for the two calls the driver itself needs, write and exit, judged by what the
+    run then shows)."""
+    code = at_entry(body, data)
+    return case(id_, code, REJECTED, "forbidden_instruction", RUNTIME, runtime_code)
+
+
+# valgrind's client request: %rax -> {request, 5 args}, the rol preamble, xchg %rbx,%rbx
+CLIENT_REQUEST = """\tsubq $56, %rsp
+\tmovq $0x{request:x}, (%rsp)
+\tmovq $0, 8(%rsp)
+\tmovq $0, 16(%rsp)
+\tmovq %rsp, %rax
+\txorl %edx, %edx
+\trolq $3, %rdi
+\trolq $13, %rdi
+\trolq $61, %rdi
+\trolq $51, %rdi
+\txchgq %rbx, %rbx
+\taddq $56, %rsp
+"""
+ZERO_STATS, TOGGLE_COLLECT = 0x43540001, 0x43540002
+
+ALL = (
+    # --- the classics -------------------------------------------------------------------
+    case("classics-busy_hang", at_entry("1:\tjmp 1b\n"), LIMITS),
+    # the assembler itself made to print without end
+    case(
+        "classics-assembler_flood",
+        '.rept 40000\n.warning "flood flood flood flood flood flood flood"\n.endr\n' + reference(),
+        {Status.RESOURCE_LIMIT},
+        "output_limit",
+    ),
+    case(
+        "classics-assembler_bomb",
+        ".rept 100000000\n.rept 100000000\nnop\n.endr\n.endr\n" + reference(),
+        LIMITS,
+    ),
+    syscall_case("classics-fork_bomb", "1:\tmovl $57, %eax\n\tsyscall\n\tjmp 1b\n"),
+    case(
+        "classics-stack_overflow",
+        at_entry("1:\tpushq %rax\n\tjmp 1b\n"),
+        RUNTIME,
+        "crash",
+    ),
+    # --- system calls ----------------------------------------------------------------------
+    syscall_case(
+        "syscall-execve_shell",
+        "\tleaq sh(%rip), %rdi\n\txorl %esi, %esi\n\txorl %edx, %edx\n"
+        "\tmovl $59, %eax\n\tsyscall\n",
+        string("sh", "/bin/sh"),
+    ),
+    syscall_case(
+        "syscall-socket_connect",
+        "\tmovl $2, %edi\n\tmovl $1, %esi\n\txorl %edx, %edx\n\tmovl $41, %eax\n\tsyscall\n",
+    ),
+    syscall_case("syscall-ptrace_traceme", "\txorl %edi, %edi\n\tmovl $101, %eax\n\tsyscall\n"),
+    syscall_case(
+        "syscall-write_outside_workdir",
+        "\tleaq path(%rip), %rdi\n\tmovl $0x241, %esi\n\tmovl $0644, %edx\n"
+        "\tmovl $2, %eax\n\tsyscall\n",
+        string("path", "{TMP}/crucible-x86asm-planted"),
+    ),
+    syscall_case(
+        "syscall-read_secret",
+        "\tleaq path(%rip), %rdi\n\txorl %esi, %esi\n\tmovl $2, %eax\n\tsyscall\n",
+        string("path", "{SECRET_HOME}"),
+    ),
+    syscall_case("syscall-int80_execve", "\tmovl $11, %eax\n\tint $0x80\n"),
+    syscall_case(
+        "syscall-mprotect_own_text",
+        "\tleaq add_scaled(%rip), %rdi\n\tandq $-4096, %rdi\n\tmovl $4096, %esi\n"
+        "\tmovl $7, %edx\n\tmovl $10, %eax\n\tsyscall\n",
+    ),
+    # the syscall bytes hidden in an immediate, reached by jumping into the instruction:
+    # objdump decodes a mov; the driver's filter still kills the call
+    case(
+        "syscall-hidden_in_immediate",
+        at_entry("\tmovl $57, %eax\n\tjmp 2f+1\n2:\tmovl $0x90050f, %ecx\n"),
+        RUNTIME,
+        "forbidden_syscall",
+    ),
+    # --- code that runs before the driver, or writes itself ----------------------------------
+    case(
+        "smc-writable_text_section",
+        reference() + '\t.section .text.smc,"awx",@progbits\nsmc:\tret\n',
+        REJECTED,
+        "forbidden_section",
+    ),
+    case(
+        "smc-patch_own_code",
+        at_entry("\tleaq add_scaled(%rip), %rax\n\tmovb $0xc3, (%rax)\n"),
+        RUNTIME,
+        "crash",
+    ),
+    case(
+        "constructor-init_array",
+        reference() + '\t.section .init_array,"aw"\n\t.quad add_scaled\n',
+        REJECTED,
+        "forbidden_section",
+        # past the static rule, the link drops the section: the function is just the task's
+        {Status.PASS},
+    ),
+    case(
+        "constructor-ifunc",
+        reference().replace("@function", "@gnu_indirect_function", 1),
+        REJECTED,
+        "forbidden_section",
+    ),
+    case(
+        "state-writable_data",
+        reference() + "\t.data\ncounter:\t.quad 0\n",
+        REJECTED,
+        "writable_state",
+    ),
+    # --- the measurement ------------------------------------------------------------------
+    case(
+        "valgrind-zero_stats",
+        reference().replace("\tret\n", CLIENT_REQUEST.format(request=ZERO_STATS) + "\tret\n"),
+        REJECTED,
+        "forbidden_instruction",
+    ),
+    case(
+        "valgrind-toggle_collect",
+        at_entry(CLIENT_REQUEST.format(request=TOGGLE_COLLECT)),
+        REJECTED,
+        "forbidden_instruction",
+    ),
+    case("timer-rdtsc", at_entry("\trdtsc\n"), REJECTED, "forbidden_instruction"),
+    case(
+        "driver-reference_its_symbols",
+        at_entry("\tmovq $1, crucible_misaligned(%rip)\n"),
+        {Status.COMPILE_ERROR},
+        "undefined_symbol",
+    ),
+    case(
+        "driver-call_libc_write",
+        at_entry(
+            "\tmovl $1, %edi\n\tleaq msg(%rip), %rsi\n\tmovl $3, %edx\n\tcall write\n",
+            string("msg", "R 0"),
+        ),
+        {Status.COMPILE_ERROR},
+        "api_not_allowed",
+    ),
+    # --- forgeries --------------------------------------------------------------------------
+    syscall_case(
+        "forge-driver_records_then_exit",
+        "\tmovl $1, %edi\n\tleaq rec(%rip), %rsi\n\tmovl $20, %edx\n\tmovl $1, %eax\n\tsyscall\n"
+        "\txorl %edi, %edi\n\tmovl $231, %eax\n\tsyscall\n",
+        string("rec", "R 0 0 0 0 0 0 0\\nE 1\\n"),
+        runtime_code="abnormal_exit",
+    ),
+    # the driver's own failure code, from candidate code: still the candidate's
+    syscall_case(
+        "forge-driver_bad_input_exit",
+        "\tmovl $90, %edi\n\tmovl $231, %eax\n\tsyscall\n",
+        runtime_code="abnormal_exit",
+    ),
+    # --- the ABI ------------------------------------------------------------------------------
+    case("abi-clobber_rbx", at_entry("\tmovq $0, %rbx\n"), RUNTIME, "abi_violation"),
+    case("abi-clobber_r15", at_entry("\tleaq 1(%rdi), %r15\n"), RUNTIME, "abi_violation"),
+    case(
+        "abi-direction_flag_left_set",
+        reference().replace("\tret\n", "\tstd\n\tret\n"),
+        RUNTIME,
+        "abi_violation",
+    ),
+    case(
+        "abi-mxcsr_flush_to_zero",
+        at_entry(
+            "\tsubq $8, %rsp\n\tstmxcsr (%rsp)\n\torl $0x8040, (%rsp)\n"
+            "\tldmxcsr (%rsp)\n\taddq $8, %rsp\n"
+        ),
+        RUNTIME,
+        "abi_violation",
+    ),
+    case("abi-write_callers_frame", at_entry("\tmovq $0, 16(%rsp)\n"), RUNTIME, "abi_violation"),
+    # --- memory ------------------------------------------------------------------------------
+    case(
+        "oob-write_past_the_end",
+        at_entry("\tmovl $7, (%rdi,%rcx,4)\n"),
+        WRONG | RUNTIME,  # a crash where dst ends at an unmapped page
+    ),
+    case(
+        "oob-read_far_past_the_end",
+        at_entry("\tmovl 8192(%rsi,%rcx,4), %eax\n"),
+        RUNTIME,
+        "crash",
+    ),
+    # --- the instruction set ------------------------------------------------------------------
+    case(
+        "isa-avx512_mnemonic",
+        at_entry("\tvpxord %zmm0, %zmm0, %zmm0\n"),
+        {Status.COMPILE_ERROR},
+        "isa_not_allowed",
+    ),
+    case(
+        "isa-avx512_as_bytes",
+        at_entry("\t.byte 0x62, 0xf1, 0x7d, 0x48, 0xef, 0xc0\n"),
+        {Status.COMPILE_ERROR},
+        "isa_not_allowed",
+    ),
+    # --- the host's files through the assembler ----------------------------------------------
+    case(
+        "host-incbin_secret",
+        reference() + '\t.section .rodata\nsecret:\t.incbin "{SECRET_HOME}"\n',
+        {Status.COMPILE_ERROR},
+    ),
+)

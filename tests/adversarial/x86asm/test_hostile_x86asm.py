@@ -1,0 +1,99 @@
+"""Hostile assembly (tests/adversarial/x86asm/cases.py): none passes, none is infra, none
+reaches the host, and the next candidate on the same verifier is judged right.
+
+Every case runs through the front door and, where it has a `runtime` family, also with the
+static rules switched off (`NoStaticRules`), so the driver's seccomp filter, the sandbox and
+the harness's own checks are what stop it.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes
+from tests.adversarial.x86asm.cases import ALL, FIXTURE
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.x86asm.verifier import X86Verifier
+
+TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
+pytestmark = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS),
+    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
+)
+LIMITS = Limits(timeout_s=10.0, cpu_s=2, output_bytes=64 * 1024)
+
+
+class NoStaticRules(X86Verifier):
+    """Test-only: the static gate refuses nothing (instructions, sections, client
+    requests), so a candidate's code really runs."""
+
+    def static_findings(self, ctx, obj, disassembly):
+        return []
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(FIXTURE, "x86asm")
+
+
+@pytest.fixture(scope="module")
+def front():
+    return X86Verifier()
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return NoStaticRules()
+
+
+@pytest.fixture
+def outside():
+    from tests.adversarial.harness import close_outside, make_outside
+
+    out = make_outside()
+    yield out
+    close_outside(out)
+
+
+def _after(verifier, task) -> None:
+    assert_innocent_passes(lambda t, c: verifier.verify(t, c), task, task.reference)
+    wrong = task.reference.replace("vpmulld", "vpaddd", 1)
+    assert wrong != task.reference
+    assert_innocent_fails(lambda t, c: verifier.verify(t, c, LIMITS), task, wrong)
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
+def test_hostile_assembly_through_the_front_door(case, task, front, outside):
+    v = front.verify(task, outside.fill(case.code), LIMITS)
+    outside.check(v, case.front, settle_s=15.0)
+    if case.code_front:
+        assert v.code == case.code_front, (v.status, v.code, v.feedback[:600])
+    _after(front, task)
+
+
+RUNTIME = [c for c in ALL if c.runtime is not None]
+
+
+@pytest.mark.parametrize("case", RUNTIME, ids=[c.id for c in RUNTIME])
+def test_hostile_assembly_past_the_static_gate(case, task, raw, outside, tmp_path):
+    v = raw.verify(task, outside.fill(case.code), LIMITS)
+    assert v.status is not Status.INFRA_ERROR, v.feedback[:600]
+    if Status.PASS not in case.runtime:
+        outside.check(v, case.runtime, settle_s=15.0)
+    if case.code_runtime:
+        assert v.code == case.code_runtime, (v.status, v.code, v.feedback[:600])
+    assert not list(tmp_path.parent.glob("crucible-x86asm-planted"))
+    _after(raw, task)
+
+
+def test_a_zeroed_count_past_the_static_gate_is_never_a_pass(task, raw):
+    """valgrind's client requests (zero the count, switch collection off) reach callgrind
+    only with the static rule off: the count is then refused (fewer calls than the driver
+    made), or the run fails, never a pass with a forged speedup."""
+    for c in ALL:
+        if c.id.startswith("valgrind-"):
+            v = raw.verify(task, c.code)
+            assert not v.passed, (c.id, v.metrics)
