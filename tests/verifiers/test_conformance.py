@@ -1,5 +1,5 @@
 """The conformance suite for the built-in domains: one fixtures class each (rtl, cuda,
-triton, cad, embedded), and the rule that every registered domain has one.
+triton, cad, embedded, x86asm), and the rule that every registered domain has one.
 
 The candidates are the adversarial suite's own where it has them (looked up by case id),
 so a hostile text is written once. GPU domains run their CPU path here (see
@@ -302,6 +302,47 @@ class EmbeddedFixtures(DomainFixtures):
             "USART2->DR = (uint8_t)*p;",
             1,
         )
+
+
+@fixtures_for_domain
+class X86AsmFixtures(DomainFixtures):
+    domain = "x86asm"
+    task_dir = "tests/fixtures/x86asm/add_scaled"  # in and inout buffers, a scalar, AVX2
+
+    @staticmethod
+    def _case(id_: str) -> str:
+        from tests.adversarial.x86asm.cases import ALL
+
+        return next(c.code for c in ALL if c.id == id_)
+
+    def make_past_static_gate(self):
+        from tests.adversarial.x86asm.test_hostile_x86asm import NoStaticRules
+
+        return NoStaticRules()
+
+    def wrong(self) -> str:
+        return self.reference().replace("vpmulld", "vpaddd", 1)
+
+    def hang(self) -> str:
+        return self._case("classics-busy_hang")
+
+    # no sleeper: blocking needs a system call, which the static gate refuses and the
+    # driver's filter kills (the candidate's forbidden_syscall, never a wait)
+
+    def flood(self) -> str:
+        # no system call means no output of its own: the assembler made to print instead
+        return self._case("classics-assembler_flood")
+
+    def fork_bomb(self) -> str:
+        return self._case("classics-fork_bomb")
+
+    def forged_pass(self) -> str:
+        return self._case("forge-driver_records_then_exit")
+
+    def infra_text(self) -> str:
+        # printed by its tool run: an assembler warning carrying the text
+        line = INFRA_TEXT.replace('"', "'")
+        return f'.warning "{line}"\n' + self.reference()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -46,8 +46,15 @@ def argv(region: str, binary: str, *args: str) -> list[str]:
     ]
 
 
+class CountRefused(ValueError):
+    """callgrind counted, but not every call the driver made: the measured code ran
+    differently under the instrumentation (it ended early, or zeroed or paused the
+    count). The candidate's doing: valgrind has no failure that looks like this."""
+
+
 def read(work: Path, res: RunResult, region: str, entry: str, calls: int) -> int | str:
-    """The instructions the region executed, or why there is no trustworthy count."""
+    """The instructions the region executed, or why valgrind gave no count (a string).
+    Raises CountRefused for a count that does not cover every call."""
     try:
         text = read_beneath(work, work / OUT, MAX_OUT).decode("utf-8", "replace")
     except (OutputRefused, OSError) as e:
@@ -57,9 +64,9 @@ def read(work: Path, res: RunResult, region: str, entry: str, calls: int) -> int
         return f"callgrind's output has no totals; valgrind said: {res.stderr[-400:]}"
     seen = calls_to(text, TRAMPOLINE, entry)
     if seen != calls:
-        return (
+        raise CountRefused(
             f"callgrind saw {seen} calls of {entry.removeprefix('cand.')} where the driver "
-            f"makes {calls}: the measured run did not run whole"
+            f"makes {calls}: the measured run did not run whole under the instrumentation"
         )
     return int(totals[-1])
 

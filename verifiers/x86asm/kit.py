@@ -313,7 +313,10 @@ def _make_program(task: Task, unconfined: bool) -> dict[str, Any]:
             callgrind.argv(callgrind.PROGRAM_REGION, "./b", "valgrind", f"in{perf}.txt"),
             unconfined,
         )
-        counted = callgrind.read(work, res, callgrind.PROGRAM_REGION, "cand.main", 1)
+        try:
+            counted = callgrind.read(work, res, callgrind.PROGRAM_REGION, "cand.main", 1)
+        except callgrind.CountRefused as e:
+            counted = str(e)
         if isinstance(counted, str):
             raise KitError(f"the baseline's instruction count failed: {counted}")
         base_bin = (work / "b").read_bytes()

@@ -538,7 +538,10 @@ class X86Verifier(Verifier):
         else:
             fail_on_limit(res, what)
         region = callgrind.PROGRAM_REGION if program else callgrind.FUNCTION_REGION
-        counted = callgrind.read(ctx.workdir, res, region, entry, calls)
+        try:
+            counted = callgrind.read(ctx.workdir, res, region, entry, calls)
+        except callgrind.CountRefused as e:
+            raise GateFail(Status.REJECTED, "timing_games", str(e)) from None
         if isinstance(counted, str):
             # the native runs were fine: valgrind could not measure this code (an
             # instruction it does not decode, its own failure): the tool's, retried
