@@ -331,9 +331,39 @@ check_table(REWRITES)
 check_table(MUTATIONS)
 
 
+# the optimized C at other levels: correct assembly of other speeds (the -O3 -march answer
+# is the task's reference), from which optimization pairs come once each is measured
+LADDER = (
+    ("opt_O2", ("-O2",)),
+    ("opt_O1", ("-O1",)),
+    ("opt_Os", ("-Os",)),
+    ("opt_O3_generic", ("-O3", "-march=x86-64")),
+)
+
+
+def ladder(task: Task) -> list[tuple[str, str]]:
+    """(name, assembly) of the task's optimized C at the LADDER's levels (its own ISA kept
+    where the level names none)."""
+    h = task.harness
+    if "optimized_c" not in h:
+        return []
+    from verifiers.x86asm import toolchain  # the toolchain only where a ladder is made
+
+    march = [f for f in h.get("optimized_flags", []) if f.startswith("-march=")]
+    out = []
+    for name, flags in LADDER:
+        full = (*flags, *([] if any(f.startswith("-march=") for f in flags) else march))
+        try:
+            out.append((name, toolchain.compile_asm(h["optimized_c"], full, h["optimized_name"])))
+        except toolchain.ToolchainError:
+            continue
+    return out
+
+
 class X86PerturbGenerator(OperatorGenerator):
-    """Reference, rewrites, mutations; then the copied input: the -O3 baseline the task
-    gives, verbatim and relabelled (a copy the verifier must call one)."""
+    """Reference, rewrites, mutations; the optimized C at other levels (`LADDER`: correct
+    code of other speeds, origin `rewrite`); then the copied input: the -O3 baseline the
+    task gives, verbatim and relabelled (a copy the verifier must call one)."""
 
     name = "perturb:x86asm"
     domain = "x86asm"
@@ -348,6 +378,8 @@ class X86PerturbGenerator(OperatorGenerator):
         have = CandidateSet(task)
         for c in out:
             have.add(c.code, c.origin, c.generator)
+        for name, code in ladder(task):
+            self._offer(have, code, "rewrite", name)
         copies = [baseline, relabel(baseline, seeded_rng(task.task_id, "copy", str(seed)))]
         for code in copies:
             self._offer(have, code, "perturb", "copied_input")

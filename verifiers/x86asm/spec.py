@@ -206,7 +206,7 @@ def _function(
     ref_name = Path(harness_in["reference"]).name
     o0 = toolchain.compile_asm(reference_c, ("-O0",), ref_name)
     o3 = toolchain.compile_asm(reference_c, ("-O3",), ref_name)
-    answer = _answer(toml_path, harness_in, isa)
+    answer, optimized = _answer(toml_path, harness_in, isa)
     interface = {
         "kind": "function",
         "function": sig.name,
@@ -233,6 +233,7 @@ def _function(
         "speed_bar": float(harness_in.get("speed_bar", 1.0)),
         "wall_bar": float(harness_in.get("wall_bar", 1.0)),
         "stateful": bool(harness_in.get("stateful", False)),
+        **optimized,
     }
     try:
         gen = Generator(sig, interface, harness)
@@ -242,14 +243,18 @@ def _function(
     return interface, harness, answer
 
 
-def _answer(toml_path: Path, harness_in: dict, isa: str) -> str | None:
+def _answer(toml_path: Path, harness_in: dict, isa: str) -> tuple[str | None, dict]:
+    """The reference answer, and what the harness keeps of its source (the optimized C and
+    its flags: the offline generator compiles it at other levels for a speed ladder)."""
     if "answer" in harness_in:
-        return read_task_file(toml_path, "harness.answer", harness_in["answer"])
+        return read_task_file(toml_path, "harness.answer", harness_in["answer"]), {}
     if "optimized" not in harness_in:
-        return None
+        return None, {}
     opt_c = read_task_file(toml_path, "harness.optimized", harness_in["optimized"])
     flags = tuple(harness_in.get("optimized_flags", ["-O3", f"-march={toolchain.ISAS[isa][1]}"]))
-    return toolchain.compile_asm(opt_c, flags, Path(harness_in["optimized"]).name)
+    name = Path(harness_in["optimized"]).name
+    kept = {"optimized_c": opt_c, "optimized_flags": list(flags), "optimized_name": name}
+    return toolchain.compile_asm(opt_c, flags, name), kept
 
 
 def _program(toml_path: Path, iface_in: dict, harness_in: dict) -> tuple[dict, dict, None]:

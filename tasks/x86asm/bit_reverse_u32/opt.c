@@ -8,13 +8,10 @@
  * partial block is an 8-word window ending at n (out and in do not overlap); below 8
  * words, the classic swap-halves sequence per word. */
 static inline __m256i reverse8(__m256i v) {
-    const __m256i rev_lo = _mm256_setr_epi8(
-        0x00, 0x80, 0x40, 0xc0, 0x20, 0xa0, 0x60, 0xe0, 0x10, 0x90, 0x50, 0xd0, 0x30, 0xb0,
-        0x70, 0xf0, 0x00, 0x80, 0x40, 0xc0, 0x20, 0xa0, 0x60, 0xe0, 0x10, 0x90, 0x50, 0xd0,
-        0x30, 0xb0, 0x70, 0xf0);
     const __m256i rev_hi = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7,
                                             15, 0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11,
                                             7, 15);
+    const __m256i rev_lo = _mm256_slli_epi16(rev_hi, 4); /* each entry moved to the top */
     const __m256i bswap = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13,
                                            12, 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14,
                                            13, 12);

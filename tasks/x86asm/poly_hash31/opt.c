@@ -23,10 +23,19 @@ uint32_t poly_hash31(const uint8_t *p, size_t n) {
             a2 = _mm256_add_epi32(_mm256_mullo_epi32(a2, step), b2);
             a3 = _mm256_add_epi32(_mm256_mullo_epi32(a3, step), b3);
         }
-        const __m256i w0 = _mm256_setr_epi32((int)0x88303fdfu, (int)0x14e8c841u, (int)0x00acab9fu, (int)0x294fe481u, (int)0xf0d1075fu, (int)0x395110c1u, (int)0x01d9531fu, (int)0x84304d01u);
-        const __m256i w1 = _mm256_setr_epi32((int)0xfc018edfu, (int)0x4a319941u, (int)0x8685ba9fu, (int)0x0c98f581u, (int)0xe7a1d65fu, (int)0xcdaa61c1u, (int)0xc491e21fu, (int)0x50a9de01u);
-        const __m256i w2 = _mm256_setr_epi32((int)0xe191dddfu, (int)0x59db6a41u, (int)0xe1ddc99fu, (int)0xee830681u, (int)0x07b1a55fu, (int)0x94e4b2c1u, (int)0xf449711fu, (int)0x94446f01u);
-        const __m256i w3 = _mm256_setr_epi32((int)0x67e12cdfu, (int)0x34e63b41u, (int)0x01b4d89fu, (int)0x000e1781u, (int)0x0000745fu, (int)0x000003c1u, (int)0x0000001fu, (int)0x00000001u);
+        /* wq[j] = 31^(31 - 8q - j) mod 2^32 */
+        const __m256i w0 = _mm256_setr_epi32(
+            (int)0x88303fdfu, (int)0x14e8c841u, (int)0x00acab9fu, (int)0x294fe481u,
+            (int)0xf0d1075fu, (int)0x395110c1u, (int)0x01d9531fu, (int)0x84304d01u);
+        const __m256i w1 = _mm256_setr_epi32(
+            (int)0xfc018edfu, (int)0x4a319941u, (int)0x8685ba9fu, (int)0x0c98f581u,
+            (int)0xe7a1d65fu, (int)0xcdaa61c1u, (int)0xc491e21fu, (int)0x50a9de01u);
+        const __m256i w2 = _mm256_setr_epi32(
+            (int)0xe191dddfu, (int)0x59db6a41u, (int)0xe1ddc99fu, (int)0xee830681u,
+            (int)0x07b1a55fu, (int)0x94e4b2c1u, (int)0xf449711fu, (int)0x94446f01u);
+        const __m256i w3 = _mm256_setr_epi32(
+            (int)0x67e12cdfu, (int)0x34e63b41u, (int)0x01b4d89fu, (int)0x000e1781u,
+            (int)0x0000745fu, (int)0x000003c1u, (int)0x0000001fu, (int)0x00000001u);
         __m256i s = _mm256_add_epi32(
             _mm256_add_epi32(_mm256_mullo_epi32(a0, w0), _mm256_mullo_epi32(a1, w1)),
             _mm256_add_epi32(_mm256_mullo_epi32(a2, w2), _mm256_mullo_epi32(a3, w3)));

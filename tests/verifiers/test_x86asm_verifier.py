@@ -1,0 +1,300 @@
+"""The x86asm verifier, gate by gate, on the fixture task (tests/fixtures/x86asm/add_scaled)
+with real gcc, as, objcopy, objdump and valgrind: every gate has a candidate that fails it
+with its own code, the feedback names the failing input and both outputs, and the
+measurements are what they claim (instruction counts identical on a rerun, the -O3
+baseline not faster than itself)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tests.adversarial.x86asm.cases import FIXTURE, at_entry
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.x86asm import cases, errors, objcheck
+from verifiers.x86asm.signature import SignatureError, parse_signature
+from verifiers.x86asm.verifier import X86Verifier
+
+TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
+needs_tools = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS),
+    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
+)
+FAST = Limits(gates=("assemble", "static", "link", "run", "abi", "correct"))
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(FIXTURE, "x86asm")
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    return X86Verifier()
+
+
+class CopyGateOff(X86Verifier):
+    """Test-only: no copy detection, so a baseline reaches the perf gate."""
+
+    def gate_copy(self, ctx):
+        return "skipped"
+
+
+def verdict(verifier, task, code, limits=None):
+    v = verifier.verify(task, code, limits)
+    return v, next((c for c in v.checks if not c.ok), None)
+
+
+# --- pure parts ------------------------------------------------------------------------------
+
+
+def test_signatures_parse_and_refuse_what_the_abi_cannot_pass():
+    sig = parse_signature("uint32_t crc(const uint8_t *restrict p, size_t n)")
+    assert [(p.name, p.pointer, p.const, p.type.bits) for p in sig.params] == [
+        ("p", True, True, 8),
+        ("n", False, False, 64),
+    ]
+    assert parse_signature("void f(void)").params == ()
+    for bad in ("double f(int x)", "int f(int a, int b, int c, int d, int e, int f, int g)",
+                "int f(int a, int a)", "not a prototype"):  # fmt: skip
+        with pytest.raises(SignatureError):
+            parse_signature(bad)
+
+
+def test_case_generation_is_deterministic_and_covers_the_edges(task):
+    sig = parse_signature(task.interface["signature"])
+    a = cases.Generator(sig, task.interface, task.harness).check_cases()
+    b = cases.Generator(sig, task.interface, task.harness).check_cases()
+    assert cases.encode(sig, a, "check") == cases.encode(sig, b, "check")
+    whys = [c.why for c in a.cases]
+    assert "edge n=0" in whys and "every buffer ends at a page boundary" in whys
+    ends = [c for c in a.cases if c.place == "page_end"]
+    size = a.layout.sizes[0]
+    assert any(c.buffers["dst"].offset + c.buffers["dst"].nbytes == size for c in ends)
+    # narrow scalars carry junk above their 32 bits: code reading %rcx for a uint32 is wrong
+    assert all(c.registers["k"] >> 32 for c in a.cases)
+    assert any(c.buffers["dst"].offset % 64 for c in a.cases)  # unaligned starts
+    for c in a.cases:  # windows of one case never leave their arena
+        for lo, hi in cases.windows(c, a.layout):
+            assert 0 <= lo <= hi <= max(a.layout.sizes)
+
+
+def test_driver_output_that_is_not_the_drivers_is_malformed():
+    zero = "0000000000000000"
+    good = (
+        f"A 0 00007f0000001000\nR 0 0000000000000001 {zero} {zero} {zero} 00000000000000ff\nE 1\n"
+    )
+    out = cases.parse_output(good, 1)
+    assert out.end == 1 and out.records[0].hashes == (0xFF,) and not out.malformed
+    forged = good + "R 0 1 0 0 0 ff\n"
+    assert cases.parse_output(forged, 1).malformed
+    assert cases.parse_output(good + "PASS\n", 1).malformed
+    assert cases.started("==12== Callgrind\n==12== \ncrucible: started\nR 0\n")
+    assert not cases.started("crucible: startedX\n") and not cases.started(
+        "hello\ncrucible: started\n"
+    )
+
+
+def test_assembler_and_linker_messages_become_codes():
+    log = "cand.s: Assembler messages:\ncand.s:4: Error: no such instruction: `mvoq %rax,%rbx'\n"
+    assert errors.as_code(errors.as_diagnostics(log)) == "unknown_instruction"
+    log = "cand.s:9: Error: operand type mismatch for `add'\n"
+    assert errors.as_code(errors.as_diagnostics(log)) == "bad_operand"
+    log = "cand.s:2: Error: bad register name `%zmm1'\n"
+    assert errors.as_code(errors.as_diagnostics(log)) == "isa_not_allowed"
+    log = "cand.s:3: Error: junk at end of line, first unrecognized character is `@'\n"
+    assert errors.as_code(errors.as_diagnostics(log)) == "syntax_error"
+    code, summary, missing = errors.link_problem(
+        "/usr/bin/ld: cand2.o: in function `cand.f':\n"
+        "(.text+0x5): undefined reference to `cand.g'\n"
+    )
+    assert (code, missing) == ("undefined_symbol", ["g"]) and "g" in summary
+
+
+def test_the_callgrind_reader_counts_calls_per_caller():
+    text = (
+        "fn=crucible_count_region\ncfn=crucible_call\ncalls=4 0\n0 10\n"
+        "fn=crucible_call\ncfn=cand.f\ncalls=3 0\n0 5\n"
+        "cfn=cand.f\ncalls=1 0\n0 5\n"
+        "fn=cand.f\ncfn=cand.f\ncalls=9 0\n0 1\n"
+    )
+    from verifiers.x86asm import callgrind
+
+    assert callgrind.calls_to(text, "crucible_call", "cand.f") == 4  # not the recursion
+
+
+# --- gates: each with a candidate that fails it ---------------------------------------------
+
+pytestmark = needs_tools
+
+REF_SUB = ("vpmulld", "vpaddd")  # the products become sums: wrong everywhere but k=1
+
+
+def test_the_reference_passes_with_both_speedups(task, verifier):
+    v, _ = verdict(verifier, task, task.reference)
+    assert v.status is Status.PASS, v.feedback
+    m = v.metrics
+    assert m["speedup"] > 1 and m["speedup_wall"] > 1
+    assert m["instructions"] < m["baseline_instructions"]
+    assert [c.name for c in v.checks] == ["format", *verifier.gates]
+
+
+def _ref(t):
+    return t.reference
+
+
+GATE_CASES = {
+    "no_label": (lambda t: "# nothing here\n", Status.FORMAT_ERROR, "missing_entry_point",
+                 "format"),
+    "unknown_mnemonic": (lambda t: at_entry("\tmvoq %rax, %rbx\n"), Status.COMPILE_ERROR,
+                         "unknown_instruction", "assemble"),
+    "bad_operand": (lambda t: at_entry("\taddq %xmm0, %rax\n"), Status.COMPILE_ERROR,
+                    "bad_operand", "assemble"),
+    "syntax": (lambda t: at_entry("\t@@@\n"), Status.COMPILE_ERROR, "syntax_error", "assemble"),
+    "avx512": (lambda t: at_entry("\tvpaddd %zmm1, %zmm1, %zmm1\n"), Status.COMPILE_ERROR,
+               "isa_not_allowed", "assemble"),
+    "not_global": (lambda t: _ref(t).replace(".globl\tadd_scaled", "# not global", 1),
+                   Status.FORMAT_ERROR, "missing_entry_point", "static"),
+    "undefined": (lambda t: at_entry("\tcall helper_that_is_nowhere\n"), Status.COMPILE_ERROR,
+                  "undefined_symbol", "static"),
+    "system": (lambda t: at_entry("\tcall system\n"), Status.COMPILE_ERROR, "api_not_allowed",
+               "static"),
+    "syscall": (lambda t: at_entry("\tsyscall\n"), Status.REJECTED, "forbidden_instruction",
+                "static"),
+    "bss": (lambda t: _ref(t) + "\t.bss\ncache:\t.zero 64\n", Status.REJECTED, "writable_state",
+            "static"),
+    "null_store": (lambda t: at_entry("\txorl %eax, %eax\n\tmovq $0, (%rax)\n"),
+                   Status.RUNTIME_ERROR, "crash", "run"),
+    "clobber_r12": (lambda t: at_entry("\tmovq $1, %r12\n"), Status.RUNTIME_ERROR,
+                    "abi_violation", "abi"),
+    "unbalanced_push": (lambda t: at_entry("\tpushq %rax\n"), Status.RUNTIME_ERROR, "crash",
+                        "run"),  # its ret jumps to the junk it pushed
+    "wrong_product": (lambda t: _ref(t).replace(*REF_SUB, 1), Status.WRONG_ANSWER,
+                      "output_mismatch", "correct"),
+    "write_before_dst": (lambda t: at_entry("\tmovl $5, -8(%rdi)\n"), Status.WRONG_ANSWER,
+                         "out_of_bounds_write", "correct"),
+    "write_into_src": (lambda t: at_entry("\ttestq %rcx, %rcx\n\tje 8f\n\tmovl $5, (%rsi)\n8:\n"),
+                       Status.WRONG_ANSWER, "out_of_bounds_write", "correct"),
+    "copy_O3": (lambda t: t.harness["baselines"]["O3"], Status.SLOW, "copied_input", "copy"),
+    "copy_O0": (lambda t: t.harness["baselines"]["O0"], Status.SLOW, "copied_input", "copy"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(GATE_CASES))
+def test_each_gate_fails_its_candidate(task, verifier, name):
+    make, status, code, gate = GATE_CASES[name]
+    v, failed = verdict(verifier, task, make(task))
+    assert (v.status, v.code) == (status, code), v.feedback[:800]
+    assert failed is not None and failed.name == gate, [(c.name, c.ok) for c in v.checks]
+
+
+def test_a_wrong_answer_names_the_input_and_both_outputs(task, verifier):
+    v, _ = verdict(verifier, task, task.reference.replace(*REF_SUB, 1), FAST)
+    assert v.code == "output_mismatch"
+    fb = v.feedback
+    assert re.search(r"case \d+ \(", fb) and "dst=[" in fb and "k=" in fb and "n=" in fb
+    assert re.search(r"dst\[\d+\] = \d+, expected \d+", fb), fb
+
+
+def test_a_write_outside_the_buffers_says_where(task, verifier):
+    v, _ = verdict(verifier, task, at_entry("\tmovl $5, -8(%rdi)\n"), FAST)
+    assert v.code == "out_of_bounds_write"
+    assert "bytes outside its buffers" in v.feedback and "before dst" in v.feedback, v.feedback
+
+
+def test_a_crash_says_which_buffer_the_address_missed(task, verifier):
+    # a read one past the end of src: only the cases where src ends at an unmapped page fault
+    v, _ = verdict(verifier, task, at_entry("\tmovl (%rsi,%rcx,4), %eax\n"), FAST)
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "crash"), v.feedback
+    assert "SIGSEGV" in v.feedback and "past the end of src" in v.feedback, v.feedback
+
+
+@pytest.mark.parametrize(
+    "body, finding",
+    [
+        ("\tmovq $1, %rbx\n", "%rbx"),
+        ("\tmovq $1, %rbp\n", "%rbp"),
+        ("\tmovq $0, 8(%rsp)\n", "caller's stack frame"),
+        ("\tsubq $8, %rsp\n\tstmxcsr (%rsp)\n\torl $0x6000, (%rsp)\n\tldmxcsr (%rsp)\n"
+         "\taddq $8, %rsp\n", "MXCSR"),
+        # four pushes: %rsp is 8 off the alignment a call needs
+        ("\tpushq %rdi\n\tpushq %rsi\n\tpushq %rdx\n\tpushq %rcx\n\tsubq $64, %rsp\n"
+         "\tmovq %rsp, %rdi\n\txorl %esi, %esi\n\tmovl $8, %edx\n\tcall memset\n"
+         "\taddq $64, %rsp\n\tpopq %rcx\n\tpopq %rdx\n\tpopq %rsi\n\tpopq %rdi\n",
+         "not 16-byte aligned"),
+    ],
+    ids=["rbx", "rbp", "frame", "mxcsr", "misaligned_memset"],
+)  # fmt: skip
+def test_abi_violations_fail_even_with_the_right_output(task, verifier, body, finding):
+    v, failed = verdict(verifier, task, at_entry(body), FAST)
+    assert (v.status, v.code, failed.name) == (Status.RUNTIME_ERROR, "abi_violation", "abi"), (
+        v.feedback
+    )
+    assert finding in v.feedback, v.feedback
+    if finding == "not 16-byte aligned":
+        assert "memset" in v.feedback
+
+
+def test_direction_flag_left_set_is_an_abi_violation(task, verifier):
+    v, _ = verdict(verifier, task, task.reference.replace("\tret\n", "\tstd\n\tret\n"), FAST)
+    assert v.code == "abi_violation" and "direction flag" in v.feedback
+
+
+def test_a_hang_is_the_candidates_timeout(task, verifier):
+    v, failed = verdict(verifier, task, at_entry("1:\tjmp 1b\n"), Limits(timeout_s=10, cpu_s=1))
+    assert v.status is Status.TIMEOUT and failed.name == "run", v.feedback
+
+
+def test_wrong_only_on_the_perf_workload_is_caught_there(task, verifier):
+    """Right on every small case, wrong from n = 1000 up (the perf workload's n is 2048):
+    the measured runs' outputs are checked against the reference's too."""
+    cheat = at_entry("\tcmpq $1000, %rcx\n\tjb 7f\n\tmovq $999, %rcx\n7:\n")
+    v, failed = verdict(verifier, task, cheat)
+    assert (v.status, v.code, failed.name) == (Status.WRONG_ANSWER, "output_mismatch", "perf"), (
+        v.feedback
+    )
+    assert "perf workload" in v.feedback
+
+
+def test_the_O3_baseline_is_not_faster_than_itself(task):
+    """Past copy detection, the baseline reaches the perf gate: the same instruction count
+    to the instruction (speedup exactly 1), so it is slow."""
+    v = CopyGateOff().verify(task, task.harness["baselines"]["O3"])
+    assert (v.status, v.code) == (Status.SLOW, "slow"), v.feedback
+    assert v.metrics["instructions"] == v.metrics["baseline_instructions"]
+    assert v.metrics["speedup"] == 1.0
+
+
+def test_a_slower_candidate_is_slow_with_its_numbers(task, verifier):
+    o3 = task.harness["baselines"]["O3"]
+    slower = o3.replace("add_scaled:\n", "add_scaled:\n" + "\tnop\n" * 40, 1)
+    v = CopyGateOff().verify(task, slower)
+    assert (v.status, v.code) == (Status.SLOW, "slow")
+    assert v.metrics["instructions"] > v.metrics["baseline_instructions"]
+    assert "instructions vs the -O3 baseline" in v.feedback
+
+
+def test_instruction_counts_are_identical_across_reruns(task, verifier):
+    a = verifier.verify(task, task.reference).metrics
+    b = X86Verifier().verify(task, task.reference).metrics
+    assert a["instructions"] == b["instructions"] > 0
+    assert a["baseline_instructions"] == b["baseline_instructions"]
+
+
+def test_fast_gates_carry_their_own_version(task, verifier):
+    v = verifier.verify(task, task.reference, FAST)
+    assert v.passed and v.verifier_version != verifier.version and "+gates:" in v.verifier_version
+    assert "speedup" not in v.metrics
+
+
+def test_the_static_rules_each_have_a_reason():
+    found = objcheck.disassembly_findings(
+        "   0:\tsyscall \n   2:\tint    $0x80\n   4:\trdtsc  \n   6:\tvpaddd %zmm1,%zmm2,%zmm3\n"
+    )
+    assert [f.code for f in found] == [
+        "forbidden_instruction", "forbidden_instruction", "forbidden_instruction", "isa_not_allowed"
+    ]  # fmt: skip
+    assert all(f.detail for f in found)
