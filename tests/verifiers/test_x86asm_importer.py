@@ -1,0 +1,129 @@
+"""The SuperCoder-layout importer and whole-program tasks: dataset rows (the Hugging Face
+layout) and the TopCode/TopIO directory layout are read from fixtures written here; a
+problem without tests is skipped with its reason; the imported program's -O3 baseline
+passes its own tests; a faster program passes, a copy of the baseline or of the given
+assembly is copied_input, a wrong output and a forbidden library call fail."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from verifiers.catalog import load_task
+from verifiers.contract import Status
+from verifiers.specfields import ImportProblems
+from verifiers.x86asm.supercoder import import_supercoder, read_problems
+from verifiers.x86asm.verifier import X86Verifier
+
+ROWS = Path(__file__).resolve().parents[1] / "fixtures" / "supercoder" / "rows.jsonl"
+TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
+pytestmark = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS),
+    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
+)
+# the primes program of the fixture, with the trial division stopped at the square root
+FAST_PRIMES = r"""#include <stdio.h>
+int main(void) {
+    int n;
+    if (scanf("%d", &n) != 1)
+        return 1;
+    int count = 0;
+    for (int k = 2; k <= n; k++) {
+        int prime = 1;
+        for (int d = 2; d * d <= k; d++)
+            if (k % d == 0) { prime = 0; break; }
+        count += prime;
+    }
+    printf("%d\n", count);
+    return 0;
+}
+"""
+
+
+def _asm(c_text: str, tmp: Path) -> str:
+    (tmp / "p.c").write_text(c_text)
+    subprocess.run(
+        ["gcc", "-O3", "-S", "-fno-asynchronous-unwind-tables", "p.c", "-o", "p.s"],
+        cwd=tmp,
+        check=True,
+    )
+    return (tmp / "p.s").read_text()
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("imported") / "x86asm"
+    with pytest.raises(ImportProblems) as e:
+        import_supercoder(ROWS, dest)
+    return dest, e.value
+
+
+def test_rows_import_and_the_bad_one_is_skipped_with_its_reason(imported):
+    dest, problems = imported
+    assert sorted(p.name for p in problems.imported) == ["supercoder_rows_7", "supercoder_rows_9"]
+    assert len(problems.errors) == 1 and "no test cases" in problems.errors[0]
+    t = load_task(dest / "supercoder_rows_7", "x86asm")
+    assert t.split == "holdout" and t.source == "supercoder" and t.reference is None
+    assert t.interface["kind"] == "program" and len(t.harness["tests"]) == 4
+    assert t.harness["baselines"]["given"].strip().startswith(".text")  # the fence removed
+    assert t.harness["tests"][t.harness["perf_test"]]["stdin"] == "4000\n"  # the longest
+
+
+def test_the_source_layout_reads_the_same(tmp_path):
+    row = json.loads(ROWS.read_text().splitlines()[1])["extra_info"]
+    (tmp_path / "TopCode").mkdir()
+    (tmp_path / "TopCode" / "p01.c").write_text(row["c_code"])
+    io = tmp_path / "TopIO" / "p01"
+    io.mkdir(parents=True)
+    for k, (i, o) in enumerate(zip(row["inputs"], row["outputs"], strict=True)):
+        (io / f"input.{k}.txt").write_text(i)
+        (io / f"output.{k}.txt").write_text(o)
+    (tmp_path / "TopCode" / "p02.c").write_text("int main(void){return 0;}\n")  # no tests
+    got = dict(read_problems(tmp_path))
+    assert [t["stdin"] for t in got["p01"]["tests"]] == row["inputs"]
+    assert isinstance(got["p02"], ValueError)
+
+
+def test_whole_programs_are_judged_on_output_abi_and_speed(imported, tmp_path):
+    dest, _ = imported
+    task = load_task(dest / "supercoder_rows_7", "x86asm")
+    v = X86Verifier()
+    fast = _asm(FAST_PRIMES, tmp_path)
+    ok = v.verify(task, fast)
+    assert ok.status is Status.PASS, ok.feedback
+    assert ok.metrics["speedup"] > 2 and ok.metrics["speedup_wall"] > 1
+
+    copy = v.verify(task, task.harness["baselines"]["O3"])
+    assert (copy.status, copy.code) == (Status.SLOW, "copied_input")
+
+    wrong = v.verify(
+        task,
+        fast.replace("$10,", "$11,", 1)
+        if "$10," in fast
+        else fast.replace("count += prime", "", 1).replace("\tcall\tprintf", "\tcall\tputchar", 1),
+    )
+    assert not wrong.passed and wrong.status is not Status.INFRA_ERROR, wrong.feedback
+
+    clobber = v.verify(task, fast.replace("main:\n", "main:\n\tmovq $1, %r12\n", 1))
+    assert (clobber.status, clobber.code) == (Status.RUNTIME_ERROR, "abi_violation")
+
+    system = v.verify(task, fast.replace("\tcall\tprintf", "\tcall\tsystem", 1))
+    assert (system.status, system.code) == (Status.COMPILE_ERROR, "api_not_allowed")
+
+
+def test_a_program_that_prints_the_wrong_thing_names_the_test(imported, tmp_path):
+    dest, _ = imported
+    task = load_task(dest / "supercoder_rows_9", "x86asm")
+    # reversing nothing: every line printed as read
+    echo = _asm(
+        "#include <stdio.h>\nint main(void){char l[1024];"
+        "while (fgets(l, sizeof l, stdin)) fputs(l, stdout); return 0;}\n",
+        tmp_path,
+    )
+    v = X86Verifier().verify(task, echo)
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "output_mismatch"), v.feedback
+    assert "test 0" in v.feedback and "'abc'" in v.feedback and "'cba'" in v.feedback
