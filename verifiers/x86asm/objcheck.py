@@ -176,15 +176,21 @@ def client_requests(obj: Elf) -> list[str]:
 
 def fingerprint(obj: Elf) -> tuple:
     """What the code is, whatever its labels, comments, directives or layout of text: the
-    bytes of every allocated section and the relocations into them, by symbol name (a
-    section's own symbol by the section's name). Two assemblies with the same fingerprint
-    are the same machine code."""
+    bytes of every allocated section and the relocations into them, by symbol name, a
+    local symbol by where it points (a section's name and an offset: local labels into
+    mergeable constants keep their names in relocations). Two assemblies with the same
+    fingerprint are the same machine code."""
+    local = {
+        s.name: (obj.sections[s.shndx].name if s.shndx < len(obj.sections) else "?", s.value)
+        for s in obj.symbols
+        if not s.is_global and s.defined and s.type not in (STT_SECTION, STT_FILE)
+    }
     parts = []
     for s in obj.sections:
         if not s.flags & SHF_ALLOC or not s.size:
             continue
-        relocs = tuple((r.offset, r.type, r.symbol, r.addend) for r in obj.relocations(s))
-        parts.append(
-            (s.name.split(".", 2)[1] if s.name.count(".") else s.name, obj.section_bytes(s), relocs)
+        relocs = tuple(
+            (r.offset, r.type, local.get(r.symbol, r.symbol), r.addend) for r in obj.relocations(s)
         )
+        parts.append((s.name, obj.section_bytes(s), relocs))
     return tuple(sorted(parts, key=lambda p: (p[0], p[1])))

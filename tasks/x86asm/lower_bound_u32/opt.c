@@ -3,10 +3,9 @@
 
 /* Branchless binary search, eight keys at a time. The search for one key keeps a window
  * [base, base + len] known to hold the answer and halves it with a conditional move; the
- * number of halvings depends only on n, so eight searches run in lock step and gcc
- * vectorizes the inner loop over them with AVX2 (a vpgatherdd of a[base + half], an
- * unsigned compare and a blend per step) or, where it does not, into eight interleaved
- * cmov chains whose loads overlap. */
+ * number of halvings depends only on n, so eight searches run in lock step: gcc unrolls
+ * the loop over them into eight independent load / compare / cmov chains whose memory
+ * accesses overlap, instead of one unpredictable branch per step. */
 void lower_bounds(const uint32_t *restrict a, size_t n, const uint32_t *restrict keys,
                   uint32_t *restrict out, size_t m) {
     if (n == 0) {
