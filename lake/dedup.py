@@ -155,6 +155,9 @@ class _Syntax:
     quotes: tuple[str, ...]
     fast: re.Pattern[str]
     full: re.Pattern[str]
+    # local labels, renamed by their order of first use: two files that differ only in
+    # what their labels are called are the same code (a compiler numbers them as it likes)
+    labels: re.Pattern[str] | None = None
 
 
 _C = _Syntax(('"',), re.compile(rf"//[^\n]*|{_BLOCK}"), re.compile(rf"({_DQ})|//[^\n]*|{_BLOCK}"))
@@ -172,7 +175,10 @@ _PY = _Syntax(
 # separator (`lock; cmpxchg`): what follows one is folded too, so two files that differ
 # only there share an exact key. Rare in compiler output; accepted for NASM's sake.
 _ASM = _Syntax(
-    ('"',), re.compile(rf"[#;][^\n]*|{_BLOCK}"), re.compile(rf"({_DQ})|[#;][^\n]*|{_BLOCK}")
+    ('"',),
+    re.compile(rf"[#;][^\n]*|{_BLOCK}"),
+    re.compile(rf"({_DQ})|[#;][^\n]*|{_BLOCK}"),
+    labels=re.compile(r"\.L[\w$.]+"),  # GNU as's local labels (.L2, .LC0)
 )
 # Keyed by the syntax a domain's descriptor declares (`Domain.syntax`).
 SYNTAX: dict[str, _Syntax] = {
@@ -202,8 +208,13 @@ def strip_comments(code: str, domain: str) -> str:
 
 def _strip(code: str, syntax: _Syntax) -> str:
     if any(q in code for q in syntax.quotes):
-        return syntax.full.sub(_keep_strings, code)
-    return syntax.fast.sub(" ", code)
+        out = syntax.full.sub(_keep_strings, code)
+    else:
+        out = syntax.fast.sub(" ", code)
+    if syntax.labels is not None:
+        names: dict[str, str] = {}
+        out = syntax.labels.sub(lambda m: names.setdefault(m[0], f".L{len(names)}"), out)
+    return out
 
 
 _WS = re.compile(r"[ \t\n\r\f\v]+")  # ASCII only: the same bytes the numpy path folds

@@ -782,7 +782,8 @@ def optimize_message(domain: str, metrics: Mapping[str, Any]) -> Message:
     if perf is None:
         raise ValueError(f"domain {domain!r} declares no perf metric: no optimize prompt")
     metric = perf.name
-    shown = [metric, *sorted(k for k, v in metrics.items() if k != metric and _numeric(v))]
+    others = perf.report or sorted(k for k in metrics if k != metric)
+    shown = [metric, *(k for k in others if k != metric and _numeric(metrics.get(k)))]
     parts = []
     for k in shown:
         unit = perf.unit if k == metric else ""

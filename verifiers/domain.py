@@ -81,6 +81,8 @@ class PerfMetric:
     # measurement shows is only taken when another, independent one agrees
     confirm: tuple[str, str] | None = None
     goal: str = ""  # what the optimize prompt asks for ("faster"); default from direction
+    # the metrics the optimize prompt reports beside `name` (empty: every numeric one)
+    report: tuple[str, ...] = ()
 
     @property
     def ask(self) -> str:

@@ -131,6 +131,10 @@ def test_a_registered_descriptor_picks_the_comment_syntax() -> None:
     domains.register(asm)
     try:
         assert normalize(code, "test_asm") == "mov eax, 1 ret" != before
+        # local labels are numbered by first use: a relabelled file is the same code
+        a, b = "jmp .L7\n.L7: ret\n.L9: nop", "jmp .Lx1\n.Lx1: ret\n.Lq: nop"
+        assert exact_key(a, "test_asm") == exact_key(b, "test_asm")
+        assert exact_key(a, "test_asm") != exact_key("jmp .L9\n.L7: ret\n.L9: nop", "test_asm")
         assert exact_key(code, "test_asm") == exact_key("mov eax, 1\nret", "test_asm")
         sig = signatures([code, "mov eax, 1 ret"], "test_asm", SYNC)
         assert (sig[0] == sig[1]).all()

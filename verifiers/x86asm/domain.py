@@ -66,7 +66,12 @@ DOMAIN = Domain(
         ("perf", "perf"),
     ),
     perf=PerfMetric(
-        "instructions", "lower", "instructions", confirm=("speedup_wall", "higher"), goal="faster"
+        "instructions",
+        "lower",
+        "instructions",
+        confirm=("speedup_wall", "higher"),
+        goal="faster",
+        report=("baseline_instructions", "speedup", "wall_ns", "baseline_wall_ns", "speedup_wall"),
     ),
     fast_gates=("assemble", "static", "link", "run", "abi", "correct"),
     default_run=False,
