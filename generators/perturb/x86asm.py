@@ -114,8 +114,30 @@ def off_by_one_bound(source: str, rng: random.Random) -> str | None:
     return _changed(source, a.replace(ins, ins.mnemonic, f"${value}{m[2]}"))
 
 
+# the same operation on signed and on unsigned data: extensions, packed min/max and
+# compares, arithmetic and logical shifts (the one swapped for the other)
+SIGNED_PAIRS = {
+    "movzbl": "movsbl", "movzbq": "movsbq", "movzwl": "movswl", "movzwq": "movswq",
+    "movsbl": "movzbl", "movsbq": "movzbq", "movswl": "movzwl", "movswq": "movzwq",
+    "movslq": "movl", "vpmaxub": "vpmaxsb", "vpmaxsb": "vpmaxub", "vpminub": "vpminsb",
+    "vpminsb": "vpminub", "vpmaxuw": "vpmaxsw", "vpmaxsw": "vpmaxuw", "vpminuw": "vpminsw",
+    "vpminsw": "vpminuw", "vpmaxud": "vpmaxsd", "vpmaxsd": "vpmaxud", "vpminud": "vpminsd",
+    "vpminsd": "vpminud", "vpaddusb": "vpaddsb", "vpaddsb": "vpaddusb", "vpaddusw": "vpaddsw",
+    "vpaddsw": "vpaddusw", "vpsubusb": "vpsubsb", "vpsubusw": "vpsubsw", "vpsrad": "vpsrld",
+    "vpsrld": "vpsrad", "vpsraw": "vpsrlw", "vpsrlw": "vpsraw", "pmaxub": "pmaxsw",
+    "paddusb": "paddsb", "psubusb": "psubsb", "paddusw": "paddsw", "psubusw": "psubsw",
+}  # fmt: skip
+
+
 def signedness_swap(source: str, rng: random.Random) -> str | None:
+    """The signed form of an operation for the unsigned one, or back: first where the data
+    itself is extended, compared or shifted (movzbl/movsbl, vpmaxub/vpmaxsb, vpsrad/vpsrld),
+    else in a condition (jl for jb, cmovg for cmova) or a scalar shift (sar for shr)."""
     a = Asm(source)
+    data = [i for i in a.insns if i.mnemonic in SIGNED_PAIRS]
+    if data:
+        ins = rng.choice(data)
+        return _changed(source, a.replace(ins, SIGNED_PAIRS[ins.mnemonic]))
     sites = [(i, m) for i in a.insns if (m := _CC.match(i.mnemonic))]
     shifts = [i for i in a.insns if re.fullmatch(r"(sar|shr)[bwlq]?", i.mnemonic)]
     if not sites and not shifts:
@@ -309,8 +331,8 @@ REWRITES: tuple[Rewrite, ...] = (
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation("off_by_one_bound", "a loop bound or comparison one off (jb for jbe, cmp $3 "
              "for cmp $4)", FUNCTIONAL, off_by_one_bound),
-    Mutation("signedness_swap", "a signed condition for an unsigned one (jl for jb, cmovg "
-             "for cmova, sar for shr)", FUNCTIONAL, signedness_swap),
+    Mutation("signedness_swap", "a signed operation for an unsigned one (movsbl for movzbl, "
+             "vpmaxsb for vpmaxub, jl for jb, sar for shr)", FUNCTIONAL, signedness_swap),
     Mutation("clobber_callee_saved", "a callee-saved register used as scratch without saving "
              "it: right output, broken caller", FUNCTIONAL, clobber_callee_saved),
     Mutation("misaligned_stack_call", "a call with the stack 8 bytes off its 16-byte "

@@ -10,8 +10,9 @@
  * window after the call (the host compares them with the reference's). Modes:
  *   CHECK  every case once, a record per case
  *   DUMP   one case, then the bytes of its windows (for feedback)
- *   TIME   the cases as one pass, candidate and baseline alternately, `reps` times: the
- *          nanoseconds of each pass; then the candidate once more, a record per case
+ *   TIME   the cases as one pass, candidate and baseline alternately (after one untimed
+ *          pass of each), `reps` times: the nanoseconds of each pass; then the candidate
+ *          once more, a record per case
  *   COUNT  one pass of one function inside crucible_count_region (callgrind's
  *          --toggle-collect), then a record per case
  * A fault in candidate code is reported from a signal handler on its own stack.
@@ -28,6 +29,8 @@ enum { FLAG_VALGRIND = 1, FLAG_BASE = 2 };
 enum { MAX_ARGS = 6, MAX_ARENAS = 6, MAX_CASES = 1 << 16 };
 #define NULL_OFF UINT64_MAX
 #define PAGE 4096UL
+#define ARENA_BASE 0x100000000000UL
+#define ARENA_STRIDE 0x100000000UL /* 4 GiB apart: the largest arena is 1 GiB */
 
 /* Native runs: only what the driver itself needs once candidate code may run. Anything
  * else kills the process with SIGSYS (the verdict's forbidden_syscall). */
@@ -165,8 +168,12 @@ static void read_input(const char *path) {
         }
     }
     for (uint64_t a = 0; a < H.n_arenas; a++) {
-        unsigned char *m = mmap(NULL, arena_size[a] + 2 * PAGE, PROT_NONE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* at the same address in every run (no ASLR): how two buffers fall relative to
+         * each other in the cache (4K aliasing between a loop's loads and stores) is then
+         * the same for the candidate, the baseline and every rerun */
+        void *at = (void *)(ARENA_BASE + a * ARENA_STRIDE);
+        unsigned char *m = mmap(at, arena_size[a] + 2 * PAGE, PROT_NONE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
         if (m == MAP_FAILED || mprotect(m + PAGE, arena_size[a], PROT_READ | PROT_WRITE) != 0)
             bad_input("no memory for the arenas");
         arena[a] = m + PAGE;
@@ -305,6 +312,11 @@ int main(int argc, char **argv) {
             if (H.mode == MODE_DUMP) dump(c);
         }
     } else if (H.mode == MODE_TIME) {
+        for (int base = 0; base < 2; base++) { /* a pass of each first, untimed: the pages
+                                                  touched, the caches and predictors warm */
+            setup_pass();
+            crucible_count_region(base ? crucible_base_entry : crucible_cand_entry);
+        }
         for (uint64_t r = 0; r < H.reps; r++) {
             uint64_t t[2];
             for (int k = 0; k < 2; k++) {
