@@ -28,7 +28,7 @@ LANGUAGE_TAGS: tuple[frozenset[str], ...] = (
     frozenset({"systemverilog", "sv", "verilog", "v", "svh", "vh"}),
     frozenset({"python", "py", "python3"}),
     frozenset({"c", "cpp", "c++", "cc", "cxx", "h", "hpp"}),
-    frozenset({"asm", "assembly", "s", "gas", "x86asm", "x86", "nasm"}),
+    frozenset({"asm", "assembly", "s", "gas", "x86", "nasm"}),
 )
 
 _THINK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
