@@ -914,17 +914,18 @@ def import_verilogeval(
     """Import a VerilogEval-layout benchmark directory as tasks of the hardware-design
     domain (then run them with `crucible run --tasks DEST`). Each reference's cost per
     gate is measured and stored with its task, and sets that task's budgets."""
-    do_import, (domain,) = domain_registry.importer("verilogeval")
-
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
+    _import_one_domain("verilogeval", src, dest, split, source=source, check=check)
+
+
+def _import_one_domain(benchmark: str, src: Path, dest: Path, split: str, **options) -> None:
+    """Run the importer of a benchmark that one domain declares into DEST/<domain>/."""
+    do_import, (domain,) = domain_registry.importer(benchmark)
     if split not in ("train", "holdout"):
         raise typer.BadParameter("must be train or holdout", param_hint="--split")
     try:
-        imported, errors = (
-            do_import(src, dest / domain, split=split, source=source, check=check),
-            [],
-        )
+        imported, errors = do_import(src, dest / domain, split=split, **options), []
     except ImportProblems as e:
         imported, errors = e.imported, e.errors
     _report_import(
@@ -1032,25 +1033,9 @@ def import_supercoder(
     """Import SuperCoder-layout problems (a C program, its assembly, tests as stdin and
     expected stdout) as whole-program tasks of the assembly-optimization domain: the
     candidate is the program's assembly, judged on its exact output and its speed."""
-    do_import, (domain,) = domain_registry.importer("supercoder")
-
     if not src.exists():
         raise typer.BadParameter(f"{src} does not exist", param_hint="SRC")
-    if split not in ("train", "holdout"):
-        raise typer.BadParameter("must be train or holdout", param_hint="--split")
-    try:
-        imported, errors = (
-            do_import(src, dest / domain, split=split, source=source, check=check, limit=limit),
-            [],
-        )
-    except ImportProblems as e:
-        imported, errors = e.imported, e.errors
-    _report_import(
-        imported,
-        errors,
-        f"{len(imported)} imported into {dest / domain} ({split}), {len(errors)} skipped; "
-        f"run them with: crucible run --tasks {dest} --domain {domain}",
-    )
+    _import_one_domain("supercoder", src, dest, split, source=source, check=check, limit=limit)
 
 
 @app.command()

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -214,6 +216,9 @@ class Verifier:
     # a candidate's tool runs share one sandbox (`Sandbox.session`: the same runs without
     # a bwrap start each), for a domain whose gates make many short ones
     session_sandbox: ClassVar[bool] = False
+    # a batch's candidates verified on threads (`verify_many`): for a domain whose work is
+    # all tool processes, which the threads only wait for
+    threaded_batches: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -290,8 +295,15 @@ class Verifier:
     def verify_many(
         self, items: list[tuple[Task, Any]], limits: Limits | None = None
     ) -> list[Verdict]:
-        """Verify several (task, code) pairs; a domain may override to run them in parallel."""
-        return [self.verify(task, code, limits) for task, code in items]
+        """Verify several (task, code) pairs. With `threaded_batches`, on `settings.workers`
+        threads (default: one per core); a domain may override to run them otherwise."""
+        workers = 1
+        if self.threaded_batches:
+            workers = getattr(self.settings, "workers", None) or os.cpu_count() or 1
+        if workers == 1 or len(items) < 2:
+            return [self.verify(task, code, limits) for task, code in items]
+        with ThreadPoolExecutor(min(workers, len(items)), f"{self.domain}-verify") as pool:
+            return list(pool.map(lambda it: self.verify(it[0], it[1], limits), items))
 
     def _session(
         self, sandbox: Sandbox, work: Path

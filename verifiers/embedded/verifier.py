@@ -41,13 +41,12 @@ import os
 import re
 import signal
 import stat
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from verifiers import seccomp
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
-from verifiers.contract import Artifact, Limits, Status, Task, Verdict
+from verifiers.contract import Artifact, Status, Task
 from verifiers.embedded import build, errors
 from verifiers.embedded.domain import DOMAIN
 from verifiers.embedded.elf import SHF_ALLOC, SHT_NOBITS, STT_FUNC, BadElf, Elf, semihosting_traps
@@ -81,6 +80,7 @@ class EmbeddedVerifier(Verifier):
     resource = DOMAIN.resource
     gates = DOMAIN.gate_names
     session_sandbox = True  # compile + link share one sandbox; the emulator gets its own
+    threaded_batches = True  # a candidate is tool processes: threads only wait
     tools = (
         Tool("arm-none-eabi-gcc", build.CC, (build.CC, "--version"), INSTALL),
         Tool("qemu-system-arm", "qemu-system-arm", ("qemu-system-arm", "--version"), INSTALL),
@@ -113,17 +113,6 @@ class EmbeddedVerifier(Verifier):
         return sandbox.session(
             work, ro_dirs=(str(build.TARGET), str(build.cache_root())), guest_work=GUEST_WORK
         )
-
-    def verify_many(
-        self, items: list[tuple[Task, Any]], limits: Limits | None = None
-    ) -> list[Verdict]:
-        """A batch on `settings.workers` threads (each candidate's tools are processes of
-        their own: the threads only wait for them)."""
-        workers = self.settings.workers or os.cpu_count() or 1
-        if workers == 1 or len(items) < 2:
-            return super().verify_many(items, limits)
-        with ThreadPoolExecutor(min(workers, len(items)), "embedded-verify") as pool:
-            return list(pool.map(lambda it: self.verify(it[0], it[1], limits), items))
 
     def refuse_traps(self, obj: Elf) -> None:
         """Only the harness traps to the emulator's host (its exit): a candidate's object

@@ -214,10 +214,7 @@ def _function(
         "buffers": buffers,
         "abi": "System V AMD64: integer arguments in rdi, rsi, rdx, rcx, r8, r9; result in "
         "rax; rbx, rbp, r12-r15 callee-saved; rsp 16-byte aligned at every call",
-        "listings": [
-            {"title": "The function (C)", "fence": "c", "text": reference_c},
-            {"title": f"Baseline to beat: {toolchain.gcc_label()} -O3", "fence": "asm", "text": o3},
-        ],
+        "listings": _listings("The function (C)", reference_c, o3),
     }
     harness = {
         "kind": "function",
@@ -241,6 +238,14 @@ def _function(
     except CaseError as e:
         raise TaskSpecError(toml_path, "harness.values", str(e)) from None
     return interface, harness, answer
+
+
+def _listings(title: str, c_text: str, o3: str) -> list[dict[str, str]]:
+    """What a prompt shows whole: the C, and the -O3 assembly to beat."""
+    return [
+        {"title": title, "fence": "c", "text": c_text},
+        {"title": f"Baseline to beat: {toolchain.gcc_label()} -O3", "fence": "asm", "text": o3},
+    ]
 
 
 def _answer(toml_path: Path, harness_in: dict, isa: str) -> tuple[str | None, dict]:
@@ -292,10 +297,7 @@ def _program(toml_path: Path, iface_in: dict, harness_in: dict) -> tuple[dict, d
         "function": "main",
         "abi": "System V AMD64; the whole program (main and what it calls), linked statically "
         "with the C library",
-        "listings": [
-            {"title": "The program (C)", "fence": "c", "text": program},
-            {"title": f"Baseline to beat: {toolchain.gcc_label()} -O3", "fence": "asm", "text": o3},
-        ],
+        "listings": _listings("The program (C)", program, o3),
     }
     harness = {
         "kind": "program",

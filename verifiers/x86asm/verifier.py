@@ -50,11 +50,10 @@ import re
 import signal
 import stat
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
-from verifiers.contract import Artifact, Limits, Status, Task, Verdict
+from verifiers.contract import Artifact, Status, Task
 from verifiers.elf import BadElf, Elf
 from verifiers.feedback import trim
 from verifiers.sandbox import RunResult
@@ -104,6 +103,7 @@ class X86Verifier(Verifier):
     # a verdict from the fast gates never stands for a measured one
     partial_versions = True
     session_sandbox = True
+    threaded_batches = True  # a candidate is tool processes: threads only wait
     tools = tuple(_tool(t) for t in ("gcc", "as", "objcopy", "objdump", "valgrind"))
 
     # --- format -----------------------------------------------------------------------
@@ -116,17 +116,6 @@ class X86Verifier(Verifier):
                 f"the assembly defines no label `{name}:` (the task's function"
                 + (f": {task.interface['signature']})" if "signature" in task.interface else ")"),
             )
-
-    def verify_many(
-        self, items: list[tuple[Task, Any]], limits: Limits | None = None
-    ) -> list[Verdict]:
-        """A batch on `settings.workers` threads (each candidate's tools are processes of
-        their own: the threads only wait for them)."""
-        workers = self.settings.workers or os.cpu_count() or 1
-        if workers == 1 or len(items) < 2:
-            return super().verify_many(items, limits)
-        with ThreadPoolExecutor(min(workers, len(items)), "x86asm-verify") as pool:
-            return list(pool.map(lambda it: self.verify(it[0], it[1], limits), items))
 
     # --- what the static gate may refuse (a test-only subclass lets all of it through to
     # prove the runtime defences on their own) -------------------------------------------
