@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
     any(shutil.which(t) is None for t in TOOLS),
     reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
 )
-CORRECT = Limits(gates=("assemble", "static", "link", "run", "abi", "correct"))
+CORRECT = Limits(gates=("assemble", "static", "link", "execute", "abi", "correct"))
 FAMILIES = {
     "memory or string": {"memory", "string"},
     "checksums and hashes": {"checksum", "hash"},

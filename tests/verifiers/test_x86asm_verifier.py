@@ -23,7 +23,7 @@ needs_tools = pytest.mark.skipif(
     any(shutil.which(t) is None for t in TOOLS),
     reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
 )
-FAST = Limits(gates=("assemble", "static", "link", "run", "abi", "correct"))
+FAST = Limits(gates=("assemble", "static", "link", "execute", "abi", "correct"))
 
 
 @pytest.fixture(scope="module")
@@ -167,11 +167,11 @@ GATE_CASES = {
     "bss": (lambda t: _ref(t) + "\t.bss\ncache:\t.zero 64\n", Status.REJECTED, "writable_state",
             "static"),
     "null_store": (lambda t: at_entry("\txorl %eax, %eax\n\tmovq $0, (%rax)\n"),
-                   Status.RUNTIME_ERROR, "crash", "run"),
+                   Status.RUNTIME_ERROR, "crash", "execute"),
     "clobber_r12": (lambda t: at_entry("\tmovq $1, %r12\n"), Status.RUNTIME_ERROR,
                     "abi_violation", "abi"),
     "unbalanced_push": (lambda t: at_entry("\tpushq %rax\n"), Status.RUNTIME_ERROR, "crash",
-                        "run"),  # its ret jumps to the junk it pushed
+                        "execute"),  # its ret jumps to the junk it pushed
     "wrong_product": (lambda t: _ref(t).replace(*REF_SUB, 1), Status.WRONG_ANSWER,
                       "output_mismatch", "correct"),
     "write_before_dst": (lambda t: at_entry("\tmovl $5, -8(%rdi)\n"), Status.WRONG_ANSWER,
@@ -245,7 +245,7 @@ def test_direction_flag_left_set_is_an_abi_violation(task, verifier):
 
 def test_a_hang_is_the_candidates_timeout(task, verifier):
     v, failed = verdict(verifier, task, at_entry("1:\tjmp 1b\n"), Limits(timeout_s=10, cpu_s=1))
-    assert v.status is Status.TIMEOUT and failed.name == "run", v.feedback
+    assert v.status is Status.TIMEOUT and failed.name == "execute", v.feedback
 
 
 def test_wrong_only_on_the_perf_workload_is_caught_there(task, verifier):

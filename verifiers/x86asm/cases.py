@@ -285,6 +285,16 @@ class Generator:
         """The perf workload (made once per generator)."""
         return self.perf_workload()
 
+    def input_file(self, which: str, mode: str, **options: int) -> bytes:
+        """`encode` of the check cases or the perf workload (`which`), kept: every
+        candidate of the task runs on the same bytes."""
+        key = (which, mode, *sorted(options.items()))
+        cache = self.__dict__.setdefault("_inputs", {})
+        if key not in cache:
+            work = self.check if which == "check" else self.perf
+            cache[key] = encode(self.sig, work, mode, **options)
+        return cache[key]
+
     def check_cases(self) -> Workload:
         rng = random.Random(int(self.seed[:16], 16))
         raw: list[tuple[dict[str, int], str, str, dict[str, int], str]] = []

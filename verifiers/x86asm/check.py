@@ -20,7 +20,7 @@ from verifiers.contract import Limits, Verdict
 from verifiers.x86asm import kit
 from verifiers.x86asm.verifier import X86Verifier
 
-CORRECT = ("assemble", "static", "link", "run", "abi", "correct")
+CORRECT = ("assemble", "static", "link", "execute", "abi", "correct")
 
 
 def _line(v: Verdict) -> str:

@@ -14,7 +14,7 @@ Gates, in order (`cpu` node; every tool in the sandbox, one session per candidat
 - `link` (build): every symbol the object defines renamed `cand.*` (objcopy), library
   calls sent through their stack-alignment checks, linked statically with the driver
   (driver/) and the -O3 baseline (`base.*`).
-- `run` (run): the driver runs every test case natively under its seccomp filter (write
+- `execute` (run): the driver runs every test case natively under its seccomp filter (write
   and exit only, once candidate code may run): a fault is `crash` (where, and which
   buffer the address missed), a system call `forbidden_syscall`, a hang `timeout`.
 - `abi` (judge): each call went through the ABI trampoline: callee-saved registers, the
@@ -245,14 +245,14 @@ class X86Verifier(Verifier):
             )
         return "linked with the driver" + ("" if program else " and the -O3 baseline")
 
-    def gate_run(self, ctx: Context) -> str:
+    def gate_execute(self, ctx: Context) -> str:
         if _is_program(ctx.task):
             return self._run_program(ctx)
-        sig, gen = _function(ctx.task)
+        gen = kit.generator(ctx.task)
         work = gen.check
         ctx.state["check"] = work
         k: kit.FunctionKit = self._kit(ctx)
-        _put(ctx, "check.bin", encode(sig, work, "check", nonce=NONCE))
+        _put(ctx, "check.bin", gen.input_file("check", "check", nonce=NONCE))
         res = ctx.run(
             ["./x", "check.bin"], self_signal=True, **_budget(ctx, k.costs["check"], RUN_FLOOR_S)
         )
@@ -479,7 +479,7 @@ class X86Verifier(Verifier):
         perf = gen.perf
         ctx.state["perf"] = perf
         reps = int(self.settings.timing_reps)
-        _put(ctx, "time.bin", encode(sig, perf, "time", reps=reps, nonce=NONCE))
+        _put(ctx, "time.bin", gen.input_file("perf", "time", reps=reps, nonce=NONCE))
         cost = 2 * reps * k.costs["time"] + k.costs["check"]
         res = ctx.run(["./x", "time.bin"], self_signal=True, **_budget(ctx, cost, 2 * RUN_FLOOR_S))
         out = self._outcome(ctx, res, "the timed run", perf)
@@ -515,7 +515,9 @@ class X86Verifier(Verifier):
         else:
             sig, _ = _function(ctx.task)
             perf: Workload = ctx.state["perf"]
-            _put(ctx, "count.bin", encode(sig, perf, "count", flags=FLAG_VALGRIND, nonce=NONCE))
+            gen = kit.generator(ctx.task)
+            count = gen.input_file("perf", "count", flags=FLAG_VALGRIND, nonce=NONCE)
+            _put(ctx, "count.bin", count)
             argv = callgrind.argv(callgrind.FUNCTION_REGION, "./x", "count.bin")
             entry, calls, what = f"cand.{sig.name}", len(perf.cases), "the counted run"
         res = ctx.run(argv, self_signal=True, **_budget(ctx, k.costs["count"], COUNT_FLOOR_S))
