@@ -34,6 +34,14 @@ class Insn:
     operands: str
 
 
+_COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|#.*')
+
+
+def code_part(line: str) -> str:
+    """A line without its `#` comment (a `#` inside a string literal is data, kept)."""
+    return _COMMENT.sub(lambda m: m[1] or "", line)
+
+
 class Asm:
     """An assembly file's lines, its instructions and where each label is."""
 
@@ -42,7 +50,7 @@ class Asm:
         self.insns: list[Insn] = []
         self.labels: dict[str, int] = {}
         for i, raw in enumerate(self.lines):
-            code = raw.split("#", 1)[0]
+            code = code_part(raw)
             if m := _LABEL.match(code):
                 self.labels[m[1]] = i
             elif (m := _INSN.match(code)) and not code.lstrip().startswith("."):
@@ -313,7 +321,7 @@ def reformat(source: str, rng: random.Random) -> str | None:
     operands: the same machine code."""
     out = []
     for line in source.split("\n"):
-        code = line.split("#", 1)[0].rstrip()
+        code = code_part(line).rstrip()
         if re.match(r"\s*\.(file|ident)\b", code):
             continue
         if m := _INSN.match(code):

@@ -173,3 +173,31 @@ def test_most_functional_edits_fail(judged):
     ]
     failed = [h for h in hits if h[2] is not Status.PASS]
     assert hits and len(failed) >= 0.7 * len(hits), [h for h in hits if h not in failed]
+
+
+def test_reformat_keeps_a_hash_inside_a_string():
+    from generators.perturb.x86asm import code_part, reformat
+
+    src = '\t.section .rodata\nmsg:\n\t.string "a#b"  # the text\n\tmovq\t%rax, %rbx # copy\n'
+    assert code_part('\t.string "a#b"  # the text') == '\t.string "a#b"  '
+    out = reformat(src, random.Random(0))
+    assert '.string "a#b"' in out and "the text" not in out and "copy" not in out
+
+
+@needs_tools
+def test_surviving_edits_are_equivalent_as_far_as_many_more_inputs_tell(judged):
+    """An edit that passes every case of its task changes nothing the task can observe: it
+    also passes 800 more random inputs (a test gap would show there)."""
+    from verifiers.contract import Limits, Task
+    from verifiers.x86asm.verifier import X86Verifier
+
+    verifier, heavy = X86Verifier(), {}
+    survivors = [(n, c) for n, c, v in judged if c.origin == "perturb" and v.passed]
+    for name, c in survivors:
+        if name not in heavy:
+            t = load_task(ROOT / "tasks" / "x86asm" / name).to_dict()
+            t.pop("task_id")
+            t["harness"] = {**t["harness"], "random_cases": 800}
+            heavy[name] = Task.from_dict(t)
+        v = verifier.verify(heavy[name], c.code, Limits(output_bytes=8 * 2**20))
+        assert v.passed, (name, c.generator, v.code, v.feedback[:400])

@@ -4,9 +4,10 @@ A task's harness says how its inputs are made (`[harness.values]`: ranges, edge 
 buffer contents; `[harness.perf]`: the perf workload); this module makes them, seeded by
 the task's name and signature, so every node and every rerun sees the same cases:
 
-- edge cases: each scalar's edge values (zero length, one, the type's extremes, the
-  lengths around vector widths) with the others drawn at random; buffers all zeros, all at
-  their maximum; every buffer ending at the last byte before an unmapped page;
+- edge cases: each scalar's edge values (zero length, one, the type's extremes) with the
+  others drawn at random, and every length from the smallest up (`SWEEP`: each remainder
+  of an unrolled vector loop); buffers all zeros, all at their maximum; every buffer
+  ending at the last byte before an unmapped page;
 - random cases: scalars uniform or log-uniform over their ranges, buffers at alignments
   from 64 bytes down to their element size (or any byte, where the task allows), some
   ending at a page boundary, overlapping where the task says they may (memmove), NULL
@@ -41,8 +42,13 @@ MAGIC = b"CRXASM01"
 MODES = {"check": 1, "dump": 2, "time": 3, "count": 4}
 FLAG_VALGRIND, FLAG_BASE = 1, 2
 NULL_OFF = (1 << 64) - 1
-DEFAULT_RANDOM_CASES = 40
-MAX_EDGE_CASES = 48
+DEFAULT_RANDOM_CASES = 64
+# every length from the smallest up to this many more: tails of unrolled vector loops (4
+# x 32 bytes) at every remainder, where a wrong bound or a dropped tail shows
+SWEEP = 136
+# where a case puts its buffers: 64-byte aligned, at a random multiple of the element size,
+# at any byte the buffer's alignment allows, ending right before an unmapped page
+PLACEMENTS = ("aligned", "elem", "any", "page_end")
 # the ABI findings the driver reports, bit by bit (driver.c's ABI_* names)
 ABI_BITS = (
     ("rbx", "callee-saved %rbx changed"),
@@ -298,19 +304,25 @@ class Generator:
     def check_cases(self) -> Workload:
         rng = random.Random(int(self.seed[:16], 16))
         raw: list[tuple[dict[str, int], str, str, dict[str, int], str]] = []
+        sizes = {n for b in self.buffers.values() for n in length_names(b.get("length", 0))}
         for p in self.sig.scalars:
             spec = self.values.get(p.name, {})
             lo, hi = value_range(p.type, spec)
-            for v in spec.get("edges") or default_edges(p.type, lo, hi):
-                raw.append(({p.name: int(v)}, "random", f"edge {p.name}={v}", {}, ""))
+            edges = [int(v) for v in spec.get("edges") or default_edges(p.type, lo, hi)]
+            for v in edges:
+                raw.append(({p.name: v}, "random", f"edge {p.name}={v}", {}, ""))
+            if p.name in sizes:  # each small length at every kind of placement
+                for v in range(lo, min(hi, lo + SWEEP) + 1):
+                    for how in PLACEMENTS:
+                        raw.append(({p.name: v}, "random", f"{p.name}={v}, {how}", {}, how))
         for p in self.sig.pointers:
             if self.buffers.get(p.name, {}).get("string"):
                 lo, hi = self.values.get(p.name, {}).get("length", (0, 256))
-                for n in self.values.get(p.name, {}).get("edges") or default_edges(
-                    IntType("size_t", 64, False), int(lo), int(hi)
-                ):
+                for n in self.values.get(p.name, {}).get("edges") or ():
                     raw.append(({}, "random", f"edge strlen({p.name})={n}", {p.name: n}, ""))
-        raw = raw[:MAX_EDGE_CASES]
+                for n in range(int(lo), min(int(hi), int(lo) + SWEEP) + 1):
+                    for how in PLACEMENTS:
+                        raw.append(({}, "random", f"strlen({p.name})={n}, {how}", {p.name: n}, how))
         for fill in ("zeros", "max", "min"):
             raw.append(({}, fill, f"buffers all {fill}", {}, ""))
         if self.sig.pointers:
@@ -322,7 +334,7 @@ class Generator:
         for fixed, fill, why, lengths, place in raw:
             scalars = self._scalars(rng, fixed)
             bufs = self._buffers(rng, scalars, fill, lengths)
-            how = place or rng.choice(("aligned", "elem", "any", "page_end"))
+            how = place or rng.choice(PLACEMENTS)
             cases.append(
                 Case(scalars, bufs, why, rng.randbytes(8), self._registers(rng, scalars), how)
             )
