@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -198,6 +199,24 @@ class Context:
         if machine := res.machine_fault(argv[0]):
             raise GateFail(Status.INFRA_ERROR, machine.code, machine.detail)
         return res
+
+
+def put_input(ctx: Context, name: str, data: str | bytes, mode: int = 0o644) -> None:
+    """A host-written input in the work dir: a new file (whatever stood there removed),
+    never written through a link the candidate planted."""
+    path = ctx.workdir / name
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", f"{name} is a directory")
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    raw = data.encode() if isinstance(data, str) else data
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)
+        f.write(raw)
 
 
 class Verifier:

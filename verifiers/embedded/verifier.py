@@ -37,15 +37,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
 import re
 import signal
-import stat
 from pathlib import Path
 from typing import Any
 
 from verifiers import seccomp
-from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
+from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit, put_input
 from verifiers.contract import Artifact, Status, Task
 from verifiers.embedded import build, errors
 from verifiers.embedded.domain import DOMAIN
@@ -142,8 +140,8 @@ class EmbeddedVerifier(Verifier):
                     "wrong_api",
                     f"#include <{header}>: header {why} (allowed: {', '.join(sorted(allowed))})",
                 )
-        _put(ctx, "cand.c", ctx.code)
-        _put(ctx, "iface.h", build.interface_header(iface["functions"]))
+        put_input(ctx, "cand.c", ctx.code)
+        put_input(ctx, "iface.h", build.interface_header(iface["functions"]))
         res = ctx.run(
             [
                 build.CC,
@@ -269,8 +267,8 @@ class EmbeddedVerifier(Verifier):
         h = ctx.task.harness
         uart_input = None
         if h.get("uart_input"):
-            _put(ctx, "uart_in.txt", h["uart_input"].encode())
-            _put(ctx, FEEDER.name, FEEDER.read_bytes())
+            put_input(ctx, "uart_in.txt", h["uart_input"].encode())
+            put_input(ctx, FEEDER.name, FEEDER.read_bytes())
             uart_input = "uart_in.txt"
         timeout = float(h.get("timeout_s", 5.0))
         try:
@@ -524,23 +522,6 @@ def _clobbered(run: EmulatorRun, reg: dict, where: str) -> str | None:
 def _hexes(values: list[int], most: int = 8) -> str:
     shown = ", ".join(f"0x{v:x}" for v in values[:most])
     return f"[{shown}{', ...' if len(values) > most else ''}] ({len(values)} writes)"
-
-
-def _put(ctx: Context, name: str, data: str | bytes) -> None:
-    """A host-written input in the work dir: a new file, never through a planted link."""
-    path = ctx.workdir / name
-    try:
-        st = os.lstat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", f"{name} is a directory")
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    raw = data.encode() if isinstance(data, str) else data
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        os.fchmod(f.fileno(), 0o644)
-        f.write(raw)
 
 
 def _elf(ctx: Context, name: str) -> Elf:

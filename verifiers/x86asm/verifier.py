@@ -45,14 +45,12 @@ candidate that prints is only adding lines that are not the driver's: the run is
 from __future__ import annotations
 
 import math
-import os
 import re
 import signal
-import stat
 import statistics
 from typing import Any
 
-from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit
+from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit, put_input
 from verifiers.contract import Artifact, Status, Task
 from verifiers.elf import BadElf, Elf
 from verifiers.feedback import trim
@@ -135,7 +133,7 @@ class X86Verifier(Verifier):
     # --- gates --------------------------------------------------------------------------
     def gate_assemble(self, ctx: Context) -> str:
         isa = ctx.task.platform.get("isa", toolchain.DEFAULT_ISA)
-        _put(ctx, "cand.s", ctx.code)
+        put_input(ctx, "cand.s", ctx.code)
         march = toolchain.ISAS.get(isa, toolchain.ISAS[toolchain.DEFAULT_ISA])[0]
         res = ctx.run([toolchain.AS, "--64", f"-march={march}", "cand.s", "-o", "cand.o"])
         fail_on_limit(res, "as")
@@ -203,7 +201,7 @@ class X86Verifier(Verifier):
         table = toolchain.redefine_syms(
             ctx.state["defined"], ctx.state["calls"], "cand", set() if program else set(HELPERS)
         )
-        _put(ctx, "syms.txt", table)
+        put_input(ctx, "syms.txt", table)
         drop = [f"--remove-section={name}*" for name in toolchain.BEFORE_MAIN]
         res = ctx.run([toolchain.OBJCOPY, "--redefine-syms=syms.txt", *drop, "cand.o", "cand2.o"])
         fail_on_limit(res, "objcopy")
@@ -214,12 +212,12 @@ class X86Verifier(Verifier):
         objects = dict(toolchain.driver_objects(program))
         if program:
             defsyms, libs = {"crucible_cand_entry": "cand.main"}, ["-lm"]
-            _put(ctx, "b", k.base_bin, mode=0o755)
+            put_input(ctx, "b", k.base_bin, mode=0o755)
         else:
             objects["base.o"] = k.base_o
             defsyms, libs = kit.function_entries(ctx.task), []
         for name, data in objects.items():
-            _put(ctx, name, data)
+            put_input(ctx, name, data)
         argv = [
             toolchain.GCC,
             *toolchain.LINK_FLAGS,
@@ -252,7 +250,7 @@ class X86Verifier(Verifier):
         work = gen.check
         ctx.state["check"] = work
         k: kit.FunctionKit = self._kit(ctx)
-        _put(ctx, "check.bin", gen.input_file("check", "check", nonce=NONCE))
+        put_input(ctx, "check.bin", gen.input_file("check", "check", nonce=NONCE))
         res = ctx.run(
             ["./x", "check.bin"], self_signal=True, **_budget(ctx, k.costs["check"], RUN_FLOOR_S)
         )
@@ -422,7 +420,7 @@ class X86Verifier(Verifier):
         """Both windows of case i byte by byte (the candidate's dumped in its session, the
         reference's from its own binary): what differs, and whether any of it lies outside
         the buffers the function may write."""
-        _put(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i))
+        put_input(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i))
         res = ctx.run(["./x", "dump.bin"], self_signal=True, **_budget(ctx, 0.1, RUN_FLOOR_S))
         mine = parse_output(res.stdout, len(work.layout.sizes)).dumps
         theirs = kit.reference_dump(ctx.task, sig, work, i, ctx.limits.unconfined)
@@ -479,7 +477,7 @@ class X86Verifier(Verifier):
         perf = gen.perf
         ctx.state["perf"] = perf
         reps = int(self.settings.timing_reps)
-        _put(ctx, "time.bin", gen.input_file("perf", "time", reps=reps, nonce=NONCE))
+        put_input(ctx, "time.bin", gen.input_file("perf", "time", reps=reps, nonce=NONCE))
         cost = 2 * reps * k.costs["time"] + k.costs["check"]
         res = ctx.run(["./x", "time.bin"], self_signal=True, **_budget(ctx, cost, 2 * RUN_FLOOR_S))
         out = self._outcome(ctx, res, "the timed run", perf)
@@ -507,7 +505,7 @@ class X86Verifier(Verifier):
     def _count(self, ctx: Context) -> int:
         program = _is_program(ctx.task)
         k = self._kit(ctx)
-        _put(ctx, callgrind.OUT, b"", mode=0o666)
+        put_input(ctx, callgrind.OUT, b"", mode=0o666)
         if program:
             perf = ctx.task.harness["perf_test"]
             argv = callgrind.argv(callgrind.PROGRAM_REGION, "./x", "valgrind", f"in{perf}.txt")
@@ -517,7 +515,7 @@ class X86Verifier(Verifier):
             perf: Workload = ctx.state["perf"]
             gen = kit.generator(ctx.task)
             count = gen.input_file("perf", "count", flags=FLAG_VALGRIND, nonce=NONCE)
-            _put(ctx, "count.bin", count)
+            put_input(ctx, "count.bin", count)
             argv = callgrind.argv(callgrind.FUNCTION_REGION, "./x", "count.bin")
             entry, calls, what = f"cand.{sig.name}", len(perf.cases), "the counted run"
         res = ctx.run(argv, self_signal=True, **_budget(ctx, k.costs["count"], COUNT_FLOOR_S))
@@ -543,7 +541,7 @@ class X86Verifier(Verifier):
         tests = ctx.task.harness["tests"]
         results = []
         for i, t in enumerate(tests):
-            _put(ctx, f"in{i}.txt", t["stdin"])
+            put_input(ctx, f"in{i}.txt", t["stdin"])
             res = ctx.run(
                 ["./x", "native", f"in{i}.txt"],
                 self_signal=True,
@@ -770,23 +768,6 @@ def _symbol_at(ctx: Context, rip: int) -> str | None:
     if where.startswith("cand."):
         return where.removeprefix("cand.")
     return f"{where} (outside the candidate's code)"
-
-
-def _put(ctx: Context, name: str, data: str | bytes, mode: int = 0o644) -> None:
-    """A host-written input in the work dir: a new file, never through a planted link."""
-    path = ctx.workdir / name
-    try:
-        st = os.lstat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise GateFail(Status.INFRA_ERROR, "sandbox_unavailable", f"{name} is a directory")
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    raw = data.encode() if isinstance(data, str) else data
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "wb") as f:
-        os.fchmod(f.fileno(), mode)
-        f.write(raw)
 
 
 def _elf(ctx: Context, name: str, limit: int) -> Elf:
