@@ -8,7 +8,6 @@ past an unrolled loop's remainder, a shift of a value that is never negative).""
 from __future__ import annotations
 
 import random
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -28,16 +27,12 @@ from generators.perturb.x86asm import (
     swapped_operands,
     wrong_scale,
 )
+from tests.adversarial.x86asm.verifiers import needs_x86
 from verifiers.catalog import load_task
 from verifiers.contract import Status
 from verifiers.taxonomy import API, FUNCTIONAL, SYNTAX
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
-needs_tools = pytest.mark.skipif(
-    any(shutil.which(t) is None for t in TOOLS),
-    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
-)
 # a vectorized loop, its tail, a call: every operator has a site here
 ASM = """\t.text
 \t.globl\tf
@@ -142,7 +137,7 @@ def judged():
     return out
 
 
-@needs_tools
+@needs_x86
 def test_every_kind_of_edit_gets_its_label(judged):
     seen = Counter()
     for name, c, v in judged:
@@ -165,7 +160,7 @@ def test_every_kind_of_edit_gets_its_label(judged):
         assert seen[op], f"{op} applied to none of {TASKS}"
 
 
-@needs_tools
+@needs_x86
 def test_most_functional_edits_fail(judged):
     functional = {m.name for m in MUTATIONS if m.category == FUNCTIONAL} - set(ABI)
     hits = [
@@ -184,7 +179,7 @@ def test_reformat_keeps_a_hash_inside_a_string():
     assert '.string "a#b"' in out and "the text" not in out and "copy" not in out
 
 
-@needs_tools
+@needs_x86
 def test_surviving_edits_are_equivalent_as_far_as_many_more_inputs_tell(judged):
     """An edit that passes every case of its task changes nothing the task can observe: it
     also passes 800 more random inputs (a test gap would show there)."""

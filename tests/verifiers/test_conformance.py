@@ -316,7 +316,7 @@ class X86AsmFixtures(DomainFixtures):
         return next(c.code for c in ALL if c.id == id_)
 
     def make_past_static_gate(self):
-        from tests.adversarial.x86asm.test_hostile_x86asm import NoStaticRules
+        from tests.adversarial.x86asm.verifiers import NoStaticRules
 
         return NoStaticRules()
 

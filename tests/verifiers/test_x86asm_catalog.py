@@ -6,21 +6,17 @@ copy check, is not faster than itself (the same instruction count, to the instru
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.adversarial.x86asm.verifiers import CopyGateOff, needs_x86
 from verifiers.catalog import load_catalog
 from verifiers.contract import Limits, Status
 from verifiers.x86asm.verifier import X86Verifier
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
-pytestmark = pytest.mark.skipif(
-    any(shutil.which(t) is None for t in TOOLS),
-    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
-)
+pytestmark = needs_x86
 CORRECT = Limits(gates=("assemble", "static", "link", "execute", "abi", "correct"))
 FAMILIES = {
     "memory or string": {"memory", "string"},
@@ -30,13 +26,6 @@ FAMILIES = {
     "saturating and fixed-point": {"saturating", "fixedpoint"},
     "matrix and stencil": {"matrix", "stencil"},
 }
-
-
-class CopyGateOff(X86Verifier):
-    """Test-only: no copy detection, so a baseline reaches the perf gate."""
-
-    def gate_copy(self, ctx):
-        return "skipped"
 
 
 def _catalog():

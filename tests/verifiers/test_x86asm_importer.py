@@ -7,12 +7,12 @@ assembly is copied_input, a wrong output and a forbidden library call fail."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.adversarial.x86asm.verifiers import needs_x86
 from verifiers.catalog import load_task
 from verifiers.contract import Status
 from verifiers.specfields import ImportProblems
@@ -20,11 +20,7 @@ from verifiers.x86asm.supercoder import import_supercoder, read_problems
 from verifiers.x86asm.verifier import X86Verifier
 
 ROWS = Path(__file__).resolve().parents[1] / "fixtures" / "supercoder" / "rows.jsonl"
-TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
-pytestmark = pytest.mark.skipif(
-    any(shutil.which(t) is None for t in TOOLS),
-    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
-)
+pytestmark = needs_x86
 # the primes program of the fixture, with the trial division stopped at the square root
 FAST_PRIMES = r"""#include <stdio.h>
 int main(void) {
@@ -124,3 +120,19 @@ def test_a_program_that_prints_the_wrong_thing_names_the_test(imported, tmp_path
     v = X86Verifier().verify(task, echo)
     assert (v.status, v.code) == (Status.WRONG_ANSWER, "output_mismatch"), v.feedback
     assert "test 0" in v.feedback and "'abc'" in v.feedback and "'cba'" in v.feedback
+
+
+def test_a_program_that_runs_otherwise_under_the_count_is_refused(imported, tmp_path):
+    """Past the static rules (which refuse valgrind's client requests), a program that asks
+    whether it runs under valgrind and then skips its work: its count would be near zero.
+    main is entered once either way; its output under the count differs from the native
+    runs', so the count is refused as the candidate's."""
+    from tests.adversarial.x86asm.verifiers import NoStaticRules
+
+    dest, _ = imported
+    task = load_task(dest / "supercoder_rows_7", "x86asm")
+    cheat = FAST_PRIMES.replace(
+        "#include <stdio.h>", "#include <stdio.h>\n#include <valgrind/valgrind.h>"
+    ).replace("int count = 0;", "int count = 0;\n    if (RUNNING_ON_VALGRIND) return 0;")
+    v = NoStaticRules().verify(task, _asm(cheat, tmp_path))
+    assert (v.status, v.code) == (Status.REJECTED, "timing_games"), v.feedback

@@ -7,22 +7,18 @@ baseline not faster than itself)."""
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 from tests.adversarial.x86asm.cases import FIXTURE, at_entry
+from tests.adversarial.x86asm.verifiers import CopyGateOff, needs_x86
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.x86asm import cases, errors, objcheck
 from verifiers.x86asm.signature import SignatureError, parse_signature
 from verifiers.x86asm.verifier import X86Verifier
 
-TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
-needs_tools = pytest.mark.skipif(
-    any(shutil.which(t) is None for t in TOOLS),
-    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
-)
+pytestmark = needs_x86  # the fixture task itself is built with gcc
 FAST = Limits(gates=("assemble", "static", "link", "execute", "abi", "correct"))
 
 
@@ -34,13 +30,6 @@ def task():
 @pytest.fixture(scope="module")
 def verifier():
     return X86Verifier()
-
-
-class CopyGateOff(X86Verifier):
-    """Test-only: no copy detection, so a baseline reaches the perf gate."""
-
-    def gate_copy(self, ctx):
-        return "skipped"
 
 
 def verdict(verifier, task, code, limits=None):
@@ -128,7 +117,6 @@ def test_the_callgrind_reader_counts_calls_per_caller():
 
 # --- gates: each with a candidate that fails it ---------------------------------------------
 
-pytestmark = needs_tools
 
 REF_SUB = ("vpmulld", "vpaddd")  # the products become sums: wrong everywhere but k=1
 
@@ -166,6 +154,9 @@ GATE_CASES = {
                 "static"),
     "bss": (lambda t: _ref(t) + "\t.bss\ncache:\t.zero 64\n", Status.REJECTED, "writable_state",
             "static"),
+    # a PC-relative call to an absolute address past 2 GiB: the link cannot encode it
+    "relocation_overflow": (lambda t: at_entry("\tcall far\n") + "\t.set far, 0x7f0000000000\n",
+                            Status.COMPILE_ERROR, "compile_error", "link"),
     "null_store": (lambda t: at_entry("\txorl %eax, %eax\n\tmovq $0, (%rax)\n"),
                    Status.RUNTIME_ERROR, "crash", "execute"),
     "clobber_r12": (lambda t: at_entry("\tmovq $1, %r12\n"), Status.RUNTIME_ERROR,

@@ -50,7 +50,7 @@ from verifiers.embedded.domain import DOMAIN
 from verifiers.embedded.elf import SHF_ALLOC, SHT_NOBITS, STT_FUNC, BadElf, Elf, semihosting_traps
 from verifiers.embedded.emulator import BACKENDS, FEEDER, EmulatorRun
 from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS, parse_prototype
-from verifiers.feedback import trim
+from verifiers.feedback import first_line_difference, trim
 from verifiers.sandbox import CPU_SPENT, RunResult, Sandbox, SandboxSession
 from verifiers.warm import OutputRefused, read_beneath
 
@@ -412,13 +412,8 @@ class EmbeddedVerifier(Verifier):
         run: EmulatorRun = ctx.state["run"]
         if run.uart == want:
             return f"transcript matches ({len(want.splitlines())} lines)"
-        got_lines, want_lines = run.uart.splitlines(), want.splitlines()
-        i = next(
-            (k for k, (a, b) in enumerate(zip(got_lines, want_lines, strict=False)) if a != b),
-            min(len(got_lines), len(want_lines)),
-        )
-        got_l = got_lines[i] if i < len(got_lines) else "(end of output)"
-        want_l = want_lines[i] if i < len(want_lines) else "(end of output)"
+        i, got_l, want_l = first_line_difference(run.uart, want)
+        got_lines = run.uart.splitlines()
         detail = f"UART line {i + 1}: got {got_l!r}, expected {want_l!r}"
         if got_l == want_l:  # same lines, different bytes (line endings, a last newline)
             detail = f"UART output differs in line endings: got {run.uart[-40:]!r}"

@@ -96,11 +96,10 @@ def kit_key(task: Task) -> str:
     very inputs its results were computed on (a change in how cases are made is a new kit)."""
     inputs: tuple[str, ...] = ()
     if task.harness.get("kind") != "program":
-        sig = parse_signature(task.interface["signature"])
-        gen = generator(task)
+        gen = generator(task)  # its input files are made once, then kept
         inputs = (
-            hashlib.sha256(encode(sig, gen.check, "check")).hexdigest(),
-            hashlib.sha256(encode(sig, gen.perf, "time")).hexdigest(),
+            hashlib.sha256(gen.input_file("check", "check")).hexdigest(),
+            hashlib.sha256(gen.input_file("perf", "time")).hexdigest(),
         )
     return content_id(
         "x86asm-kit",
@@ -119,8 +118,16 @@ def kit_key(task: Task) -> str:
     )
 
 
+_kits: dict[str, FunctionKit | ProgramKit] = {}  # task_id -> its kit (the last few tasks)
+
+
 def get_kit(task: Task, unconfined: bool = False) -> FunctionKit | ProgramKit:
-    """The task's kit, from the cache or made now (KitError when the task does not hold)."""
+    """The task's kit: kept in memory for the last few tasks, else read from the sealed
+    cache (verified) or made now (KitError when the task does not hold)."""
+    with _locks_lock:
+        known = _kits.get(task.task_id)
+    if known is not None:
+        return known
     key = kit_key(task)
     program = task.harness.get("kind") == "program"
     with _lock(key):
@@ -128,7 +135,12 @@ def get_kit(task: Task, unconfined: bool = False) -> FunctionKit | ProgramKit:
         if body is None:
             body = (_make_program if program else _make_function)(task, unconfined)
             toolchain.cache().write(key, body)
-    return _program_kit(body) if program else _function_kit(body)
+    made = _program_kit(body) if program else _function_kit(body)
+    with _locks_lock:
+        _kits[task.task_id] = made
+        while len(_kits) > GENERATORS_KEPT:
+            _kits.pop(next(iter(_kits)))
+    return made
 
 
 def _function_kit(body: dict[str, Any]) -> FunctionKit:

@@ -151,8 +151,10 @@ def _driver_sources() -> str:
     return "".join((DRIVER_DIR / f).read_text() for f in DRIVER_FILES)
 
 
+@functools.cache
 def driver_objects(program: bool = False) -> dict[str, bytes]:
-    """The driver's objects: {file name: bytes} (driver.o or program.o, and tramp.o)."""
+    """The driver's objects: {file name: bytes} (driver.o or program.o, and tramp.o), built
+    once per process (the driver's sources and the compiler do not change under it)."""
     main = "program.c" if program else "driver.c"
     with _lock:
         return {

@@ -53,7 +53,7 @@ from typing import Any
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit, put_input
 from verifiers.contract import Artifact, Status, Task
 from verifiers.elf import BadElf, Elf
-from verifiers.feedback import trim
+from verifiers.feedback import first_line_difference, trim
 from verifiers.sandbox import RunResult
 from verifiers.warm import OutputRefused, read_beneath
 from verifiers.x86asm import callgrind, errors, kit, objcheck, toolchain
@@ -519,11 +519,30 @@ class X86Verifier(Verifier):
             argv = callgrind.argv(callgrind.FUNCTION_REGION, "./x", "count.bin")
             entry, calls, what = f"cand.{sig.name}", len(perf.cases), "the counted run"
         res = ctx.run(argv, self_signal=True, **_budget(ctx, k.costs["count"], COUNT_FLOOR_S))
-        if not program:
-            out = self._outcome(ctx, res, what, perf)
-            self._perf_outputs(ctx, sig, perf, out, k, what)
-        else:
+        if program:
             fail_on_limit(res, what)
+            want = ctx.task.harness["tests"][perf]["stdout"]
+            if res.returncode != 0 or res.stdout != want:
+                # main is entered once whatever it then does: only its output shows that
+                # it ran whole under the instrumentation as it does natively
+                raise GateFail(
+                    Status.REJECTED,
+                    "timing_games",
+                    f"the counted run of the perf test printed other output (exit "
+                    f"{res.returncode}) than the native runs: it did not run whole under the "
+                    "instrumentation",
+                )
+        else:
+            try:
+                out = self._outcome(ctx, res, what, perf)
+            except GateFail as f:
+                if f.code == "crash" and "SIGILL" in f.detail:
+                    # it ran natively: an instruction valgrind does not decode (the tool's)
+                    raise GateFail(
+                        Status.INFRA_ERROR, "tool_crash", f"valgrind cannot run it: {f.detail}"
+                    ) from None
+                raise
+            self._perf_outputs(ctx, sig, perf, out, k, what)
         region = callgrind.PROGRAM_REGION if program else callgrind.FUNCTION_REGION
         try:
             counted = callgrind.read(ctx.workdir, res, region, entry, calls)
@@ -603,13 +622,7 @@ class X86Verifier(Verifier):
         for i, (t, res) in enumerate(zip(tests, ctx.state["program_runs"], strict=True)):
             if res.stdout == t["stdout"]:
                 continue
-            got, want = res.stdout.splitlines(), t["stdout"].splitlines()
-            n = next(
-                (j for j, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
-                min(len(got), len(want)),
-            )
-            g = got[n] if n < len(got) else "(end of output)"
-            w = want[n] if n < len(want) else "(end of output)"
+            n, g, w = first_line_difference(res.stdout, t["stdout"])
             detail = f"test {i}: output line {n + 1} is {g!r}, expected {w!r}"
             raise GateFail(
                 Status.WRONG_ANSWER,

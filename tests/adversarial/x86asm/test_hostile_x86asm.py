@@ -8,30 +8,17 @@ the harness's own checks are what stop it.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes
 from tests.adversarial.x86asm.cases import ALL, FIXTURE
+from tests.adversarial.x86asm.verifiers import NoStaticRules, needs_x86
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.x86asm.verifier import X86Verifier
 
-TOOLS = ("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap")
-pytestmark = pytest.mark.skipif(
-    any(shutil.which(t) is None for t in TOOLS),
-    reason="x86asm toolchain missing: bash infra/install-toolchains.sh x86asm",
-)
+pytestmark = needs_x86
 LIMITS = Limits(timeout_s=10.0, cpu_s=2, output_bytes=64 * 1024)
-
-
-class NoStaticRules(X86Verifier):
-    """Test-only: the static gate refuses nothing (instructions, sections, client
-    requests), so a candidate's code really runs."""
-
-    def static_findings(self, ctx, obj, disassembly):
-        return []
 
 
 @pytest.fixture(scope="module")
