@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian toolchains a Crucible node type needs. Idempotent and fast when
-# everything is already there. Usage: infra/install-toolchains.sh [rtl|embedded|x86asm|sandbox|ui|all]...
+# everything is already there.
+# Usage: infra/install-toolchains.sh [rtl|embedded|x86asm|sandbox|ui|containers|postgres|all]...
 set -euo pipefail
 
 want=("${@:-all}")
@@ -18,9 +19,14 @@ for w in "${want[@]}"; do
     x86asm) add bubblewrap util-linux gcc binutils libc6-dev valgrind ;;
     base) add make python3-venv ;;
     ui) add chromium ;;  # headless screenshots of the Prefect UI (tests/flows/test_ui_*)
+    # Podman serves the Docker API here (no Docker engine); crun fails in this VM's cgroups
+    # hybrid mode, so runc; mmdebstrap makes the Debian base image with no registry
+    containers) add podman runc mmdebstrap ;;
+    postgres) add postgresql ;;  # Prefect's server database beyond SQLite (crucible server --database)
     all) add make g++ python3-venv bubblewrap util-linux iverilog verilator yosys chromium \
-      gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc binutils libc6-dev valgrind ;;
-    *) echo "unknown toolchain group: $w (want rtl, embedded, x86asm, sandbox, ui, base or all)" >&2; exit 2 ;;
+      gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc binutils libc6-dev valgrind \
+      podman runc mmdebstrap postgresql ;;
+    *) echo "unknown toolchain group: $w (want rtl, embedded, x86asm, sandbox, ui, containers, postgres, base or all)" >&2; exit 2 ;;
   esac
 done
 

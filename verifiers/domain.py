@@ -114,6 +114,10 @@ class Domain:
     # benchmark importers: (benchmark, "module:function"), the function writing that
     # benchmark's problems as tasks (`crucible import-<benchmark>` finds it here)
     importers: tuple[tuple[str, str], ...] = ()
+    # the node type's container image: infra/images/<image>/Dockerfile builds it, tagged
+    # `crucible-<image>:<version>` (`image_tag`); None: no image (e.g. the GPU node brings
+    # its own CUDA stack)
+    image: str | None = None
 
     def __post_init__(self) -> None:
         where = f"domain descriptor {self.name!r}"
@@ -302,3 +306,24 @@ class UnknownDomain(KeyError):
 
     def __str__(self) -> str:
         return f"no domain named {self.name!r}; known: {', '.join(names())}"
+
+
+def image_tag(image: str) -> str:
+    """The tag `infra/build-images.sh` gives node image `image` (a descriptor's `image`):
+    `crucible-<image>:<package version>`; a registry prefix is the user's to add."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("crucible")
+    except PackageNotFoundError:  # a source tree that was never installed
+        v = "0.1.0"
+    return f"crucible-{image}:{v}"
+
+
+def by_image() -> dict[str, list[Domain]]:
+    """Node image -> the domains whose verifier workers it carries."""
+    out: dict[str, list[Domain]] = {}
+    for d in domains().values():
+        if d.image:
+            out.setdefault(d.image, []).append(d)
+    return out

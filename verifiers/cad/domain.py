@@ -29,6 +29,7 @@ DOMAIN = Domain(
     spec_loader="verifiers.cad.spec:load_cad_spec",
     perturb="generators.perturb.cad:CadPerturbGenerator",
     resource="cad",
+    image="cad",
     tools=("bwrap",),
     modules=("cadquery",),
     install="pip install -e '.[cad]'",

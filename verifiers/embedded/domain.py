@@ -29,6 +29,7 @@ DOMAIN = Domain(
     spec_loader="verifiers.embedded.spec:load_embedded_spec",
     perturb="generators.perturb.embedded:EmbeddedPerturbGenerator",
     resource="emulator",
+    image="emulator",
     tools=("arm-none-eabi-gcc", "qemu-system-arm", "bwrap"),
     install="bash infra/install-toolchains.sh embedded",
     prompt=PromptStyle(

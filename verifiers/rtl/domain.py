@@ -10,6 +10,7 @@ DOMAIN = Domain(
     spec_loader="verifiers.rtl.spec:load_rtl_spec",
     perturb="generators.perturb.rtl:RtlPerturbGenerator",
     resource="eda",
+    image="eda",
     tools=("iverilog", "vvp", "verilator_bin", "yosys", "yosys-abc", "bwrap"),
     install="bash infra/install-toolchains.sh rtl",
     prompt=PromptStyle(

@@ -37,6 +37,7 @@ DOMAIN = Domain(
     spec_loader="verifiers.x86asm.spec:load_x86asm_spec",
     perturb="generators.perturb.x86asm:X86PerturbGenerator",
     resource="cpu",
+    image="cpu",
     tools=("gcc", "as", "objcopy", "objdump", "valgrind", "bwrap"),
     install="bash infra/install-toolchains.sh x86asm",
     prompt=PromptStyle(
