@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,6 +144,26 @@ def route_ray_messages() -> None:
 
     print_to_stdstream._crucible = True  # type: ignore[attr-defined]
     ray_worker.print_to_stdstream = print_to_stdstream
+
+
+def node_label() -> str:
+    """Which Ray node this process runs on, as a verdict's `node` records it: the host
+    name, plus the node's name where it was given one (`ray start --node-name`), since
+    every Ray node of one host shares the host name. Outside Ray, or on a node left
+    unnamed (its name is then its IP address), the host name alone."""
+    host = socket.gethostname()
+    if not ray.is_initialized():
+        return host
+    try:
+        me = ray.get_runtime_context().get_node_id()
+        node = next(n for n in ray.nodes() if n.get("NodeID") == me)
+    except Exception:  # a label only: never fail a worker over it
+        log.debug("could not read this Ray node's name", exc_info=True)
+        return host
+    name = node.get("NodeName") or ""
+    if not name or name in (node.get("NodeManagerAddress"), host):
+        return host
+    return f"{host}/{name}"
 
 
 def actor_restarts(class_name: str) -> dict[str, int]:

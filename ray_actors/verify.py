@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ray
@@ -33,6 +33,7 @@ class VerifierWorker:
         self.verifier = get_verifier(domain, settings)
         self.limits = Limits.from_dict(limits)
         self.tasks: dict[str, Task] = {}
+        self.node = cluster.node_label()  # the Ray node, not only the host, verdicts name
 
     def verify_batch(self, tasks: list[dict], items: list[tuple[str, str]]) -> list[dict]:
         """`items` are (task_id, code); tasks carries the specs this batch needs."""
@@ -46,7 +47,7 @@ class VerifierWorker:
                 "the %s verifier crashed on a batch; verifying one by one", self.verifier.domain
             )
             verdicts = [self._one(task, code) for task, code in pairs]
-        return [v.to_dict() for v in verdicts]
+        return [replace(v, node=self.node).to_dict() for v in verdicts]
 
     def _one(self, task: Task, code: str) -> Verdict:
         try:

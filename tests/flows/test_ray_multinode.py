@@ -1,0 +1,162 @@
+"""A real multi-node Ray cluster on this machine: a head (no custom resources) and two
+worker nodes, each started with `ray start` (own temp dir, own name, own resources: one
+`eda`, one `cad`); `crucible run` connects through `RAY_ADDRESS` and nothing else changes.
+
+The lake shows where each verdict ran: rtl only on the `eda` node, cad only on the `cad`
+node. Then the `eda` node is killed mid-run (its whole process tree by pid, as a machine
+loss: not `ray stop`, which would stop every Ray node of the host) and restarted with the
+same command: the run finishes with exactly the verdicts of an uninterrupted run, no row
+lost, none twice, no `infra_error` (a lost node is the machine's fault, retried)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ray_actors.nodes import LocalCluster, NodeSpec
+from tests.flows.lakeq import q
+
+pytest.importorskip("cadquery")
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = {"rtl": ("mux4", "updown_counter8"), "cad": ("washer",)}
+EDA, CAD = "eda-node", "cad-node"
+ROWS = "SELECT candidate_id, status, code FROM verdicts ORDER BY candidate_id"
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("catalog")
+    for domain, names in TASKS.items():
+        for n in names:
+            shutil.copytree(ROOT / "tasks" / domain / n, root / domain / n)
+    return root
+
+
+@pytest.fixture(scope="module")
+def ray_nodes():
+    if shutil.which("iverilog") is None or shutil.which("bwrap") is None:
+        pytest.skip("rtl needs iverilog and bubblewrap: infra/install-toolchains.sh rtl")
+    # Ray's socket paths under a node's temp dir must stay under 108 bytes: a short root
+    root = Path(tempfile.mkdtemp(prefix="crray-", dir="/tmp"))
+    head = NodeSpec("head", num_cpus=1)
+    workers = [NodeSpec(EDA, 1, {"eda": 1}), NodeSpec(CAD, 1, {"cad": 1})]
+    try:
+        with LocalCluster(root, head, workers) as cluster:
+            yield cluster
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def crucible_run(cluster: LocalCluster, lake: Path, catalog: Path) -> subprocess.Popen:
+    """The pipeline as a user runs it against a cluster: the CLI with RAY_ADDRESS set.
+    Small batches and commits, so a node loss lands between commits."""
+    env = dict(os.environ, RAY_ADDRESS=cluster.address)
+    cmd = [sys.executable, "-m", "flows.cli", "run", "--lake", str(lake), "--tasks", str(catalog)]
+    cmd += ["--domain", "rtl", "--domain", "cad", "--stages", "generate,verify", "--fast"]
+    cmd += ["--repair-rounds", "0", "--batch-size", "2", "--commit-every", "4"]
+    return subprocess.Popen(
+        cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 300) -> str:
+    out, _ = proc.communicate(timeout=timeout_s)
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def baseline(ray_nodes, catalog, tmp_path_factory) -> Path:
+    """An uninterrupted run: the rows a killed one must end with."""
+    lake = tmp_path_factory.mktemp("baseline") / "lake"
+    finish(crucible_run(ray_nodes, lake, catalog))
+    return lake
+
+
+def test_the_cluster_is_three_ray_start_nodes_with_their_own_resources(ray_nodes):
+    alive = ray_nodes.alive()
+    assert set(alive) == {"head", EDA, CAD}
+    assert "eda" not in alive["head"] and "cad" not in alive["head"]
+    assert alive[EDA]["eda"] == 1 and "cad" not in alive[EDA]
+    assert alive[CAD]["cad"] == 1 and "eda" not in alive[CAD]
+    # each node keeps its session files under its own temp dir
+    for node in ray_nodes.nodes():
+        assert list(node.temp_dir.glob("session_*/logs/raylet.out")), node.spec.name
+
+
+def test_each_verdict_names_its_ray_node_and_runs_where_its_resource_is(baseline):
+    host = socket.gethostname()
+    by = dict(
+        ((d, n), k)
+        for d, n, k in q(baseline, "SELECT domain, node, count(*) FROM verdicts GROUP BY ALL")
+    )
+    assert set(by) == {("rtl", f"{host}/{EDA}"), ("cad", f"{host}/{CAD}")}, by
+    n_cand = q(baseline, "SELECT count(*) FROM candidates")[0][0]
+    assert sum(by.values()) == n_cand
+    assert q(baseline, "SELECT count(*) FROM verdicts WHERE status = 'infra_error'") == [(0,)]
+
+
+def _busy(cluster: LocalCluster, name: str, deadline: float) -> None:
+    """Wait until a verifier actor on node `name` is inside `verify_batch`."""
+    while time.monotonic() < deadline:
+        for pid in cluster.workers[name].pids():
+            try:
+                cmd = psutil.Process(pid).cmdline()
+            except psutil.Error:
+                continue
+            if any("VerifierWorker.verify_batch" in part for part in cmd):
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"no verifier actor on {name} became busy")
+
+
+def test_an_eda_node_killed_mid_run_and_restarted_loses_and_doubles_nothing(
+    ray_nodes, catalog, baseline, tmp_path
+):
+    lake = tmp_path / "lake"
+    proc = crucible_run(ray_nodes, lake, catalog)
+    try:
+        _busy(ray_nodes, EDA, time.monotonic() + 240)
+        assert proc.poll() is None, "the run ended before the node could be killed"
+        assert ray_nodes.kill(EDA) >= 3  # ray start, raylet, the busy worker at least
+        ray_nodes.wait_dead(EDA)
+        ray_nodes.restart(EDA)
+        finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    rows = q(lake, ROWS)
+    assert rows == q(baseline, ROWS)
+    assert not [r for r in rows if r[1] == "infra_error"]
+    # one verdict per candidate in the raw table too: no batch was appended twice
+    raw = q(lake, "SELECT count(*), count(DISTINCT verdict_id) FROM raw_verdicts")
+    assert raw == [(len(rows), len(rows))]
+    # the run saw the loss: Ray restarted the eda actor on the restarted node
+    counts = json.loads(q(lake, "SELECT counts FROM runs")[0][0])
+    assert counts.get("worker_restarts_by_resource", {}).get("eda", 0) >= 1, counts
+    host = socket.gethostname()
+    nodes = dict(q(lake, "SELECT domain, list(DISTINCT node) FROM verdicts GROUP BY domain"))
+    assert nodes == {"rtl": [f"{host}/{EDA}"], "cad": [f"{host}/{CAD}"]}
+
+
+def test_outside_ray_or_on_an_unnamed_node_a_verdict_names_the_host():
+    from ray_actors.verify import VerifierWorker
+    from verifiers.catalog import load_task
+    from verifiers.contract import Limits
+
+    task = load_task(ROOT / "tasks" / "rtl" / "mux4")
+    worker = VerifierWorker("rtl", Limits(gates=("compile",)).to_dict())
+    (v,) = worker.verify_batch([task.to_dict()], [(task.task_id, task.reference)])
+    assert v["node"] == socket.gethostname() and v["status"] == "pass"
