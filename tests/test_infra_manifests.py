@@ -64,7 +64,10 @@ def node_problems(
             by_image.setdefault(d.image, set()).add(d.resource)
     for image, resources in by_image.items():
         if len(resources) != 1:
-            problems.append(f"descriptors give image {image!r} several resources {resources}")
+            problems.append(
+                f"descriptors give image {image!r} several resources {sorted(resources)}: "
+                "a node declares one, so each image's domains share one resource"
+            )
     imageless = {d.resource for d in descriptors.values() if not d.image}
     imageless -= {r for rs in by_image.values() for r in rs}
 
@@ -102,8 +105,7 @@ def node_problems(
             continue
         seen[f"image:{image}"] += 1
         problems += _tag_problems(n, image)
-        (resource,) = sorted(by_image[image])[:1] or ("",)
-        problems += _offer_problems(n, resource)
+        problems += _offer_problems(n, min(by_image[image]))
 
     for image in sorted(by_image):
         users = ", ".join(sorted(d.name for d in descriptors.values() if d.image == image))
@@ -676,3 +678,11 @@ def test_a_new_descriptor_image_fails_both_manifests():
     want = ["0 worker groups/services run image 'fpga' (fpga); want exactly one"]
     assert raycluster_problems(_raycluster(), descriptors) == want
     assert compose_problems(_compose(), descriptors) == want
+
+
+def test_an_image_whose_domains_want_different_resources_is_refused():
+    fpga = dataclasses.replace(domains.get("rtl"), name="fpga", resource="fpga")
+    descriptors = {**domains.domains(), "fpga": fpga}
+    want = "descriptors give image 'eda' several resources ['eda', 'fpga']"
+    assert any(p.startswith(want) for p in raycluster_problems(_raycluster(), descriptors))
+    assert any(p.startswith(want) for p in compose_problems(_compose(), descriptors))
