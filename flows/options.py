@@ -109,13 +109,18 @@ def _settings_keys() -> str:
 # A command that writes a new lake says so; every other one opens an existing lake only.
 NewLakeOpt = Annotated[
     Path,
-    typer.Option("--lake", help="Lake root directory (created if absent). Env: CRUCIBLE_LAKE."),
+    typer.Option(
+        "--lake",
+        help="Lake root: a directory (created if absent) or s3://BUCKET/PREFIX (reached "
+        "through the AWS_* environment variables). Env: CRUCIBLE_LAKE.",
+    ),
 ]
 LakeOpt = Annotated[
     Path,
     typer.Option(
         "--lake",
-        help="Root directory of an existing lake (`crucible run` makes one). Env: CRUCIBLE_LAKE.",
+        help="Root of an existing lake, a directory or s3://BUCKET/PREFIX (`crucible run` "
+        "makes one). Env: CRUCIBLE_LAKE.",
     ),
 ]
 TasksOpt = Annotated[
@@ -266,8 +271,15 @@ class RunOptions:
                 "max_tokens": self.max_tokens,
                 "concurrency": self.concurrency,
             }
+        if _is_url(self.lake) and self.export_dir is None and "export" in parse_stages(self.stages):
+            raise typer.BadParameter(
+                f"{self.lake} is on an object store: exports are written to a local "
+                "directory; pass one with --export-dir",
+                param_hint="--export-dir",
+            )
         return PipelineSettings(
-            lake=self.lake.absolute(),  # a scheduled run may start in another directory
+            # a scheduled run may start in another directory; an s3:// URL stays as it is
+            lake=self.lake if _is_url(self.lake) else self.lake.absolute(),
             task_roots=roots,
             domains=domains,
             task_names=tuple(self.task) if self.task else None,
@@ -444,7 +456,7 @@ def _lake_task_names(lake: Path, domains: tuple[str, ...]) -> set[str]:
     when there is no lake yet."""
     from lake.store import MARKER
 
-    if not (Path(lake) / MARKER).is_file():
+    if not _is_url(lake) and not (Path(lake) / MARKER).is_file():
         return set()
     from lake import db
     from lake.store import Lake, LakeError
@@ -466,11 +478,20 @@ def check_mix_domains(mix: dict | None) -> None:
         check_domain(str(name), "--mix")
 
 
+def _is_url(lake: Path | str) -> bool:
+    """An `s3://` lake (typer's Path makes it `s3:/...`; the lake reads both)."""
+    from lake.objectstore import is_url
+
+    return is_url(lake)
+
+
 def check_lake_exists(lake: Path) -> None:
     """A command that works on an existing lake refuses a path that holds none (a typo in
     --lake), instead of making a new empty lake there."""
     from lake.store import MARKER
 
+    if _is_url(lake):
+        return  # an object-store lake's open says itself when there is none
     path = Path(lake)
     if not path.exists():
         raise UserError(

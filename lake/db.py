@@ -6,12 +6,15 @@ are made unique the way DuckDB names a subquery's duplicates (`a`, `a_1`), so a 
 dict never loses a value and every output format shows the same headers.
 
 The delta extension is loaded from the `duckdb-extension-delta` wheel, never downloaded:
-nodes have no network, and DuckDB's autoinstall would otherwise try.
+nodes have no network, and DuckDB's autoinstall would otherwise try. A lake on S3 also
+loads httpfs from the `duckdb-extension-httpfs` wheel, and DuckDB reads the tables itself
+with an S3 secret made from the lake's settings (lake/objectstore.py).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import json
 import os
 import re
@@ -27,29 +30,39 @@ from verifiers.datadirs import data_dir
 
 SQL_DIR = data_dir("sql")  # the checkout's sql/, or the wheel's copy when installed
 VIEWS_DIR = SQL_DIR / "views"
-_PIP_HINT = f"pip install 'duckdb-extension-delta=={duckdb.__version__}'"
 
 
-def delta_extension_path() -> Path:
-    """The `.duckdb_extension` file shipped in the pip package matching this DuckDB."""
+def _pip_hint(name: str) -> str:
+    return f"pip install 'duckdb-extension-{name}=={duckdb.__version__}'"
+
+
+def extension_path(name: str) -> Path:
+    """The `<name>.duckdb_extension` file shipped in the pip package `duckdb-extension-
+    <name>` matching this DuckDB."""
+    hint = _pip_hint(name)
     try:
-        import duckdb_extension_delta
+        module = importlib.import_module(f"duckdb_extension_{name}")
     except ImportError:
-        raise LakeError(f"the DuckDB delta extension is not installed: {_PIP_HINT}") from None
-    pkg = Path(duckdb_extension_delta.__file__).parent
-    exact = pkg / "extensions" / f"v{duckdb.__version__}" / "delta.duckdb_extension"
+        raise LakeError(f"the DuckDB {name} extension is not installed: {hint}") from None
+    pkg = Path(module.__file__ or "").parent
+    exact = pkg / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
     if exact.is_file():
         return exact
     found = sorted(pkg.rglob("*.duckdb_extension"))
     raise LakeError(
-        f"no delta extension for DuckDB {duckdb.__version__} in {pkg} (found: "
+        f"no {name} extension for DuckDB {duckdb.__version__} in {pkg} (found: "
         f"{', '.join(str(p.relative_to(pkg)) for p in found) or 'none'}); the two versions "
-        f"must match exactly: {_PIP_HINT}"
+        f"must match exactly: {hint}"
     )
 
 
-def load_delta(con: duckdb.DuckDBPyConnection) -> None:
-    """Load the delta extension offline, and set what every lake connection needs."""
+def delta_extension_path() -> Path:
+    return extension_path("delta")
+
+
+def load_delta(con: duckdb.DuckDBPyConnection, lake: Lake | None = None) -> None:
+    """Load the delta extension offline, and set what every lake connection needs; for a
+    lake on S3, httpfs too and the secret that reaches it."""
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
     # DuckDB 1.5.5 crashed (SIGSEGV in BloomFilter::LookupHashes) in the writer's semi-join
@@ -57,6 +70,9 @@ def load_delta(con: duckdb.DuckDBPyConnection) -> None:
     # runtime join filters (bloom filters) have open wrong-result and race reports
     # (duckdb#22075, #25702). Our joins are small: correctness first.
     con.execute("SET disabled_optimizers = 'join_filter_pushdown'")
+    if lake is not None and lake.s3 is not None:
+        con.execute(f"LOAD {quote(str(extension_path('httpfs')))}")
+        con.execute(lake.s3_settings.duckdb_secret(lake.s3))
     con.execute(f"LOAD {quote(str(delta_extension_path()))}")
 
 
@@ -84,7 +100,7 @@ def connect(
     lake = lake if isinstance(lake, Lake) else Lake(lake, readonly=readonly)
     con = duckdb.connect(database)
     try:
-        load_delta(con)
+        load_delta(con, lake)
         for name, spec in TABLES.items():
             con.execute(f"CREATE OR REPLACE VIEW raw_{name} AS SELECT * FROM {scan(lake, name)}")
             con.execute(

@@ -90,7 +90,9 @@ def _sweep_blob_temps(lake: Lake, retention_hours: int, dry_run: bool) -> list[s
     """Temp files of blob writes that were killed before their rename."""
     cutoff = time.time() - retention_hours * 3600
     removed: list[str] = []
-    base = lake.root / ARTIFACTS
+    if lake.is_remote:  # an object-store put is whole or absent: it leaves no temp files
+        return removed
+    base = Path(lake.root) / ARTIFACTS
     if not base.is_dir():
         return removed
     for tmp in base.glob("*/.*.tmp"):
@@ -98,7 +100,7 @@ def _sweep_blob_temps(lake: Lake, retention_hours: int, dry_run: bool) -> list[s
             if tmp.stat().st_mtime < cutoff:
                 if not dry_run:
                     tmp.unlink()
-                removed.append(str(Path(tmp).relative_to(lake.root)))
+                removed.append(str(tmp.relative_to(lake.root)))
         except FileNotFoundError:
             continue  # another vacuum or the writer itself got there first
     return removed

@@ -16,19 +16,23 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
+from lake import objectstore
 from lake.schema import CHECK_TYPE, TABLES, artifact_path, spec
 from verifiers import domain as domain_registry
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MARKER = "_crucible_lake.json"
 LAKE_FORMAT = 2
@@ -45,6 +49,17 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 class LakeError(Exception):
     """The lake cannot be used as it is; the message says what to do."""
+
+
+class RemoteRoot(str):
+    """An object-store lake's root URL. It has no local subdirectories: code that would
+    put something beside the tables (`root / "exports"`) is told to pass a local one."""
+
+    def __truediv__(self, part: object) -> Path:
+        raise LakeError(
+            f"lake {self} is on an object store and has no local directory for {part}: "
+            "pass a local directory for it (e.g. --out or --export-dir)"
+        )
 
 
 class LakeFull(LakeError):
@@ -80,9 +95,10 @@ class Lake:
     """A lake root: one Delta table per record kind under `tables/`, blobs under
     `artifacts/<sha[:2]>/<sha>`, and a `_crucible_lake.json` marker.
 
-    Only local paths for now. Table locations are kept as URI strings and
-    `storage_options` is passed through to delta-rs so that object-store roots only need
-    the validation and blob store to learn their scheme.
+    The root is a local directory or `s3://bucket/prefix` (lake/objectstore.py: how it is
+    reached, and why concurrent commits there are safe). Table locations are URI strings
+    and `storage_options` goes to delta-rs with every table open and write. `root` is a
+    `Path` for a local lake and the URL string for an object-store one (`is_remote`).
 
     `readonly=True` opens an existing lake without creating or probing anything, so a
     lake on a read-only mount (an archived snapshot) can still be queried.
@@ -93,13 +109,21 @@ class Lake:
         self, root: str | os.PathLike[str], *, readonly: bool = False, check_files: bool = True
     ) -> None:
         text = os.fspath(root)
-        if "://" in text and not text.startswith("file://"):
-            raise LakeError(
-                f"lake root {text!r}: object-store URLs are not supported yet; "
-                "use a local directory (a shared mount works on a cluster)"
-            )
-        self.root = Path(text.removeprefix("file://")).expanduser().absolute()
+        self.s3: objectstore.S3Location | None = None
         self.storage_options: dict[str, str] | None = None
+        self.root: Path | str
+        if objectstore.is_url(text):
+            try:
+                self.s3 = objectstore.parse_url(text)
+                settings = objectstore.S3Settings.from_env(os.environ)
+            except objectstore.ObjectStoreError as exc:
+                raise LakeError(str(exc)) from None
+            self.s3_settings = settings
+            self.root = RemoteRoot(self.s3.url)
+            self.storage_options = settings.storage_options()
+            self._fs = settings.filesystem()
+        else:
+            self.root = Path(text.removeprefix("file://")).expanduser().absolute()
         self.readonly = readonly
         self.check_files = check_files
         self._stale_format: int | None = None  # an older format on disk, to migrate
@@ -111,7 +135,13 @@ class Lake:
 
     # --- opening ---------------------------------------------------------------------
 
+    @property
+    def is_remote(self) -> bool:
+        return self.s3 is not None
+
     def _open(self) -> None:
+        if self.s3 is not None:
+            return self._open_remote()
         self._prepare_root()
         if not self.readonly:
             self._check_writable()
@@ -136,6 +166,115 @@ class Lake:
                     self.root,
                     self._stale_format,
                 )
+
+    # --- an object-store root ---------------------------------------------------------
+
+    def _open_remote(self) -> None:
+        """A local open's checks through the S3 API: the bucket answers to these
+        credentials, the marker names a Crucible lake (or the prefix is empty), every table
+        is a Delta table with our columns and all its files. No create lock: two processes
+        creating one table race on its version-0 commit, which the conditional put settles
+        (the loser finds the table made)."""
+        assert self.s3 is not None
+        self._check_bucket()
+        self._check_marker_remote()  # before any write: a foreign prefix gets none
+        if not self.readonly:
+            self._check_writable_remote()
+        for name in TABLES:
+            uri, opts = self.table_uri(name), self.storage_options
+            if not self._remote(DeltaTable.is_deltatable, uri, opts):
+                if self.readonly:
+                    raise LakeError(
+                        f"lake {self.root} has no table {name!r}; open it writable once to "
+                        "create the missing tables"
+                    )
+                self._create_table(name)
+        for name in TABLES:
+            self._open_table(name)
+
+    def _remote(self, call: Callable[..., T], *args: object) -> T:
+        """One S3 request; a fault of the store (unreachable, refused) as a LakeError that
+        says what to check. A missing object stays FileNotFoundError for the caller."""
+        try:
+            return call(*args)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            endpoint = self.s3_settings.endpoint or "AWS S3"
+            raise LakeError(
+                f"lake {self.root}: the object store at {endpoint} failed "
+                f"({first_line(exc)}): check AWS_ENDPOINT_URL, the credentials "
+                "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and that the store is up"
+            ) from None
+
+    def _check_bucket(self) -> None:
+        assert self.s3 is not None
+        info = self._remote(self._fs.get_file_info, self.s3.bucket)
+        if info.type == pafs.FileType.NotFound:
+            raise LakeError(
+                f"lake {self.root}: bucket {self.s3.bucket!r} does not exist at "
+                f"{self.s3_settings.endpoint or 'AWS S3'}: create it (e.g. `aws s3 mb "
+                f"s3://{self.s3.bucket}`) or pass an existing bucket"
+            )
+
+    def _check_writable_remote(self) -> None:
+        assert self.s3 is not None
+        # One fixed key, overwritten by every open and never deleted: pyarrow's delete
+        # would put a directory marker object in its place.
+        try:
+            _put_object(self._fs, self.s3.fs_path(".write-probe"), b"")
+        except OSError as exc:
+            raise LakeError(
+                f"lake root {self.root} is not writable ({first_line(exc)}): grant these "
+                "credentials s3:PutObject on it, or pass another prefix"
+            ) from None
+
+    def _check_marker_remote(self) -> None:
+        assert self.s3 is not None
+        marker = self.s3.fs_path(MARKER)
+        try:
+            text = self._remote(_get_object, self._fs, marker)
+        except FileNotFoundError:
+            text = None
+        if text is not None:
+            try:
+                fmt = json.loads(text)["format"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LakeError(
+                    f"{self.s3.join(MARKER)} is unreadable ({first_line(exc)}): restore it "
+                    f'as {{"format": {LAKE_FORMAT}}} if {self.root} is a Crucible lake'
+                ) from None
+            if fmt != LAKE_FORMAT:
+                raise LakeError(
+                    f"lake {self.root} has format {fmt}; this Crucible reads format "
+                    f"{LAKE_FORMAT} and migrates only local lakes: copy it to a local "
+                    "directory, open it there once, and copy it back (or use the matching "
+                    "Crucible version)"
+                )
+            return
+        if self.readonly:
+            raise LakeError(
+                f"no lake at {self.root} (no {MARKER}): pass the --lake of an existing lake "
+                f"(`crucible run --lake {self.root}` makes one)"
+            )
+        listing = pafs.FileSelector(self.s3.path, recursive=False, allow_not_found=True)
+        known = {TABLES_DIR, ARTIFACTS, MARKER}
+        foreign = sorted(
+            name
+            for info in self._remote(self._fs.get_file_info, listing)
+            if (name := info.base_name) not in known and not name.startswith(".")
+        )
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise LakeError(
+                f"{self.root} is not empty and not a Crucible lake (no {MARKER}; holds "
+                f"{shown}): pass a new or empty prefix"
+            )
+        # Two processes opening one new lake both write the same bytes: either wins.
+        body = (json.dumps({"format": LAKE_FORMAT}) + "\n").encode()
+        self._remote(_put_object, self._fs, marker, body)
+
+    # --- a local root ----------------------------------------------------------------
 
     def _prepare_root(self) -> None:
         root = self.root
@@ -271,17 +410,18 @@ class Lake:
             return
 
     def _open_table(self, name: str) -> None:
-        path = self.table_path(name)
-        if _is_absent(path):
-            raise LakeError(
-                f"lake {self.root} has no table {name!r}; open it writable once to "
-                "create the missing tables"
-            )
-        if not path.is_dir():
-            raise LakeError(
-                f"table {name!r} of lake {self.root}: {path} is a file, not a Delta table "
-                "directory; move it aside"
-            )
+        path = self._where(name)
+        if self.s3 is None:
+            if _is_absent(self.table_path(name)):
+                raise LakeError(
+                    f"lake {self.root} has no table {name!r}; open it writable once to "
+                    "create the missing tables"
+                )
+            if not self.table_path(name).is_dir():
+                raise LakeError(
+                    f"table {name!r} of lake {self.root}: {path} is a file, not a Delta "
+                    "table directory; move it aside"
+                )
         dt = self._load(name)
         have = set(dt.schema().to_arrow().names)
         missing = [c for c in spec(name).columns if c not in have]
@@ -296,10 +436,10 @@ class Lake:
     def _check_files(self, name: str, dt: DeltaTable) -> None:
         """Every data file the table's log lists is there. A deleted one otherwise
         surfaces as a DuckDB IOException in the middle of a stage, after work was done."""
-        gone = [uri for uri in dt.file_uris() if not os.path.exists(uri)]
+        gone = self._missing_files(name, dt.file_uris())
         if not gone:
             return
-        shown = ", ".join(str(Path(u).relative_to(self.root)) for u in gone[:3])
+        shown = ", ".join(self._relative(u) for u in gone[:3])
         more = f" and {len(gone) - 3} more" if len(gone) > 3 else ""
         raise LakeError(
             f"table {name!r} of lake {self.root} is missing {len(gone)} of its data files "
@@ -308,8 +448,23 @@ class Lake:
             "that wrote them redo that work on the next run)"
         )
 
+    def _missing_files(self, name: str, uris: list[str]) -> list[str]:
+        if self.s3 is None:
+            return [uri for uri in uris if not os.path.exists(uri)]
+        # One listing of the table's prefix, not a request per file.
+        listing = pafs.FileSelector(
+            self.s3.fs_path(TABLES_DIR, spec(name).name), recursive=True, allow_not_found=True
+        )
+        have = {info.path for info in self._remote(self._fs.get_file_info, listing)}
+        return [uri for uri in uris if _fs_path(uri) not in have]
+
+    def _relative(self, uri: str) -> str:
+        if self.s3 is None:
+            return str(Path(uri).relative_to(self.root))
+        return _fs_path(uri).removeprefix(self.s3.path + "/")
+
     def _load(self, name: str) -> DeltaTable:
-        path = self.table_path(name)
+        path = self._where(name)
         try:
             return DeltaTable(self.table_uri(name), storage_options=self.storage_options)
         except TableNotFoundError as exc:
@@ -351,7 +506,13 @@ class Lake:
         return self.root / TABLES_DIR / spec(name).name  # an unknown name lists the known
 
     def table_uri(self, name: str) -> str:
+        if self.s3 is not None:
+            return self.s3.join(TABLES_DIR, spec(name).name)
         return str(self.table_path(name))
+
+    def _where(self, name: str) -> str:
+        """A table's location, for messages."""
+        return str(self.table_path(name)) if self.s3 is None else self.table_uri(name)
 
     def table(self, name: str) -> DeltaTable:
         """The table at its latest version (a fresh snapshot on every call)."""
@@ -369,16 +530,37 @@ class Lake:
     def artifact_file(self, sha256: str) -> Path:
         if not _SHA256.fullmatch(sha256):
             raise ValueError(f"not a sha256 hex digest: {sha256!r}")
-        return self.root / artifact_path(sha256)
+        if self.s3 is not None:
+            raise LakeError(
+                f"lake {self.root} is on an object store: a blob has no local file there; "
+                "use read_artifact()"
+            )
+        return Path(self.root) / artifact_path(sha256)
 
     def has_artifact(self, sha256: str) -> bool:
+        if self.s3 is not None:
+            info = self._remote(self._fs.get_file_info, self._artifact_key(sha256))
+            return info.type != pafs.FileType.NotFound
         return self.artifact_file(sha256).exists()
+
+    def _artifact_key(self, sha256: str) -> str:
+        if not _SHA256.fullmatch(sha256):
+            raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+        assert self.s3 is not None
+        return self.s3.fs_path(artifact_path(sha256))
 
     def put_artifact(self, data: bytes) -> str:
         """Store a blob under its sha256 (once) and return the digest."""
         if self.readonly:
             raise LakeError(f"lake {self.root} was opened read-only: cannot store artifacts")
         sha = hashlib.sha256(data).hexdigest()
+        if self.s3 is not None:
+            if not self.has_artifact(sha):
+                # One object upload: S3 shows an object only once its upload completed,
+                # so a reader never sees half a blob (no temp name needed).
+                key = self._artifact_key(sha)
+                self._remote(_put_object, self._fs, key, data)
+            return sha
         dest = self.artifact_file(sha)
         if dest.exists():
             return sha
@@ -403,14 +585,34 @@ class Lake:
         return sha
 
     def read_artifact(self, sha256: str) -> bytes:
-        path = self.artifact_file(sha256)
+        path: Path | str
         try:
-            data = path.read_bytes()
+            if self.s3 is not None:
+                path = self.s3.join(artifact_path(sha256))
+                data = self._remote(_get_object, self._fs, self._artifact_key(sha256))
+            else:
+                path = self.artifact_file(sha256)
+                data = path.read_bytes()
         except FileNotFoundError:
             raise LakeError(f"artifact {sha256} is not in lake {self.root}") from None
         if hashlib.sha256(data).hexdigest() != sha256:
             raise LakeError(f"artifact {path} is damaged (content does not match its sha256)")
         return data
+
+
+def _put_object(fs: pafs.FileSystem, key: str, data: bytes) -> None:
+    with fs.open_output_stream(key) as out:
+        out.write(data)
+
+
+def _get_object(fs: pafs.FileSystem, key: str) -> bytes:
+    with fs.open_input_stream(key) as src:
+        return src.read()
+
+
+def _fs_path(uri: str) -> str:
+    """`s3://bucket/key` as pyarrow's S3 file system names it."""
+    return uri.split("://", 1)[1] if "://" in uri else uri
 
 
 def _has_check_stages(dt: DeltaTable) -> bool:

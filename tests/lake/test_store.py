@@ -167,9 +167,10 @@ def test_unknown_table_lists_the_known_ones(lake: Lake) -> None:
         lake.table("verdict")
 
 
-def test_object_store_roots_are_refused_clearly() -> None:
-    with pytest.raises(LakeError, match="object-store URLs are not supported yet"):
-        Lake("s3://bucket/lake")
+def test_unsupported_object_store_roots_are_refused_clearly() -> None:
+    # s3:// is supported (tests/lake/test_s3_lake.py); other schemes are not
+    with pytest.raises(LakeError, match="scheme 'gs' is not supported; use a local directory"):
+        Lake("gs://bucket/lake")
 
 
 def test_artifacts_are_content_addressed_and_deduped(lake: Lake) -> None:
