@@ -19,6 +19,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
@@ -45,14 +46,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server on a free loopback port: the stand-in for AWS S3."""
+@contextmanager
+def moto_server(*command: str) -> Iterator[str]:
+    """moto's S3 server (or `command`, given its port last) on a free loopback port."""
     port = _free_port()
+    argv = (
+        [*command, str(port)]
+        if command
+        else ["-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -70,6 +74,13 @@ def s3_endpoint() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server: the stand-in for AWS S3."""
+    with moto_server() as url:
+        yield url
 
 
 @pytest.fixture
@@ -214,6 +225,73 @@ def test_compaction_and_vacuum_on_s3(s3_env: str, bucket: str):
 
 
 # --- safe concurrent commits -------------------------------------------------------------
+
+# moto's server with one barrier in front: the first PUT of the key ending in argv[1] is
+# held until a second PUT of it arrives, and the second goes on only once the first was
+# answered. Two writers that read the same version thus both try to commit the next one,
+# every time. argv[2] gets one line per held PUT: its HTTP status. argv[3] ("ignore")
+# drops If-None-Match first: a store without conditional writes, to show the test fails.
+COLLIDING_SERVER = """
+import sys, threading
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.server import main
+suffix, log, mode, port = sys.argv[1:5]
+lock, first_in, first_done, seen = threading.Lock(), threading.Event(), threading.Event(), []
+app = DomainDispatcherApplication.__call__
+
+def call(self, environ, start_response):
+    if environ["REQUEST_METHOD"] != "PUT" or not environ["PATH_INFO"].endswith(suffix):
+        return app(self, environ, start_response)
+    if mode == "ignore":
+        environ.pop("HTTP_IF_NONE_MATCH", None)
+    with lock:
+        seen.append(1)
+        first = len(seen) == 1
+    if first:
+        first_in.wait(60)
+    else:
+        first_in.set()
+        first_done.wait(60)
+
+    def answer(status, headers, *rest):
+        with open(log, "a") as f:
+            f.write(status.split()[0] + "\\n")
+        return start_response(status, headers, *rest)
+
+    try:
+        return app(self, environ, answer)
+    finally:
+        if first:
+            first_done.set()
+
+DomainDispatcherApplication.__call__ = call
+main(["-H", "127.0.0.1", "-p", port])
+"""
+
+
+def test_two_writers_committing_one_version_both_land(
+    s3_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Both writers read version 0 and PUT version 1 at once (the server makes them
+    collide). The store answers the second with 412 (If-None-Match: *), and its writer
+    commits at version 2: no commit is lost. A store that ignored the header would answer
+    200 twice and the second commit would replace the first (checked by hand: with the
+    server's "ignore" mode this test fails on the rows)."""
+    log = tmp_path / "held.log"
+    suffix = f"tables/candidates/_delta_log/{1:020d}.json"
+    with moto_server("-c", COLLIDING_SERVER, suffix, str(log), "honour") as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        client(url).create_bucket(Bucket="collide")
+        root = "s3://collide/lake"
+        Lake(root)
+        with mp.get_context("spawn").Pool(2) as pool:
+            results = pool.starmap(workers.write_range, [(root, 0, 1, 1), (root, 1, 2, 1)])
+        assert log.read_text().split() == ["200", "412"]  # they did collide, once
+        lake = Lake(root)
+        assert sorted(ids(lake, "candidates", "candidate_id")) == ["c0000000", "c0000001"]
+        assert [r["written"] for r in results] == [1, 1]
+        writes = [h for h in lake.table("candidates").history() if h["operation"] == "WRITE"]
+        assert len(writes) == 2 and lake.version("candidates") == 2
 
 
 def test_concurrent_writers_lose_no_commit(s3_env: str, bucket: str):
