@@ -8,12 +8,14 @@ AWS S3 itself AWS_ENDPOINT_URL (AWS_ALLOW_HTTP=true for a plain-http one).
 Commits are safe with concurrent writers without a lock service: delta-rs (deltalake
 1.6.6) writes each `_delta_log/<version>.json` with a conditional put (`If-None-Match:
 *`), so of two writers racing for one version the store lets one win and the other gets
-a conflict that delta-rs (and the BatchWriter) retry at the next version. The store must
-honour the header: AWS S3 does (since 2024), as do MinIO, Cloudflare R2 and moto's server.
-`conditional_put: etag` is set too, so overwrites delta-rs makes (`If-Match`) are checked
-as well and a change of the library's default cannot turn the guard off. Lock-free
-unsafe modes (AWS_S3_ALLOW_UNSAFE_RENAME) are refused unless
-CRUCIBLE_LAKE_UNSAFE_COMMITS=1 says a single writer is guaranteed.
+a conflict (412) that delta-rs retries at the next version; no DynamoDB lock is needed.
+It does so by default (seen on the wire, with or without the options below); the store
+must honour the header: AWS S3 does (since 2024), as do MinIO, Cloudflare R2 and moto's
+server (tests/lake/test_s3_lake.py makes two commits collide and shows a store that
+ignores the header losing one). `conditional_put: etag` is set explicitly as well: the
+object store's conditional mode for S3-compatible stores (If-Match on updates too), kept
+on whatever a later default is. AWS_S3_ALLOW_UNSAFE_RENAME, the lock-free "single writer"
+mode of older delta-rs, is refused unless CRUCIBLE_LAKE_UNSAFE_COMMITS=1 says so.
 
 Blobs go through pyarrow's S3 file system: an object appears whole when its upload
 completes, so a reader never sees half a blob.
