@@ -160,3 +160,12 @@ def test_outside_ray_or_on_an_unnamed_node_a_verdict_names_the_host():
     worker = VerifierWorker("rtl", Limits(gates=("compile",)).to_dict())
     (v,) = worker.verify_batch([task.to_dict()], [(task.task_id, task.reference)])
     assert v["node"] == socket.gethostname() and v["status"] == "pass"
+
+
+def test_a_root_too_long_for_rays_socket_paths_is_refused_with_what_to_do(tmp_path):
+    from ray_actors.nodes import NodeStartError
+
+    deep = tmp_path / ("d" * 60)
+    with pytest.raises(NodeStartError, match=r"too long a root.*at most \d+ characters"):
+        LocalCluster(deep, NodeSpec("head"), [NodeSpec(EDA, 1, {"eda": 1})])
+    assert not deep.exists()  # refused before anything was started or made
