@@ -273,7 +273,7 @@ class RunOptions:
             }
         if _is_url(self.lake) and self.export_dir is None and "export" in parse_stages(self.stages):
             raise typer.BadParameter(
-                f"{self.lake} is on an object store: exports are written to a local "
+                f"{_url_text(self.lake)} is on an object store: exports are written to a local "
                 "directory; pass one with --export-dir",
                 param_hint="--export-dir",
             )
@@ -485,6 +485,12 @@ def _is_url(lake: Path | str) -> bool:
     return is_url(lake)
 
 
+def _url_text(lake: Path | str) -> str:
+    """`s3://b/p` as the user wrote it, also from the `s3:/b/p` a Path makes of it."""
+    text = str(lake)
+    return text if "://" in text else text.replace(":/", "://", 1)
+
+
 def check_lake_exists(lake: Path) -> None:
     """A command that works on an existing lake refuses a path that holds none (a typo in
     --lake), instead of making a new empty lake there."""
@@ -527,7 +533,14 @@ def open_lake(lake: Path):
 
 
 def check_export_target(out: Path, name: str) -> None:
-    """An export name that is taken is refused before the export is built."""
+    """An export name that is taken is refused before the export is built; so is an
+    export under an object-store lake (the default `<lake>/exports` of an s3:// lake)."""
+    if _is_url(out):
+        raise typer.BadParameter(
+            f"{_url_text(out)} is on an object store: exports are written to a local "
+            "directory; pass one with --out",
+            param_hint="--out",
+        )
     if name and (Path(out) / name).exists():
         raise typer.BadParameter(
             f"export {Path(out) / name} already exists: pick another --name or remove it",

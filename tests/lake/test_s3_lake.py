@@ -409,9 +409,19 @@ def test_exports_of_an_s3_lake_need_a_local_directory(s3_env: str, bucket: str):
 
 def test_a_run_on_an_s3_lake_needs_an_export_dir(s3_env: str, bucket: str, tmp_path: Path):
     opts = RunOptions(lake=Path(f"s3://{bucket}/lake"))  # what typer's Path makes of it
-    with pytest.raises(typer.BadParameter, match=r"on an object store: .*--export-dir"):
+    with pytest.raises(typer.BadParameter, match=rf"^s3://{bucket}/lake is on an object store"):
         opts.pipeline_settings()
     settings = RunOptions(lake=opts.lake, export_dir=tmp_path).pipeline_settings()
     assert Lake(settings.lake).root == f"s3://{bucket}/lake"  # not made relative to the cwd
     no_export = RunOptions(lake=opts.lake, stages="generate,verify").pipeline_settings()
     assert no_export.export_dir is None
+
+
+def test_an_export_named_under_an_s3_lake_is_refused_before_the_flow(s3_env: str, bucket: str):
+    Lake(f"s3://{bucket}/lake")
+    res = CliRunner().invoke(
+        app, ["export", "--lake", f"s3://{bucket}/lake", "--name", "ds"], env={"COLUMNS": "200"}
+    )
+    assert res.exit_code == 2, res.output
+    assert "is on an object store: exports are written to a local directory" in res.output
+    assert "--out" in res.output and "Traceback" not in res.output
