@@ -8,9 +8,10 @@ What Ray 2.60 does here (found, not assumed):
 - `--temp-dir` is honoured per node (a worker node without one uses the head's);
 - `--node-name` (hidden in `ray start --help`) names the node in the GCS (`ray.nodes()`'s
   `NodeName`); without it the name is the node's IP, the same for every node of a host;
-- the dashboard agent, runtime-env agent, node manager, object manager and metrics ports
-  are picked free per node, so several raylets share one host; the head's Ray Client server
-  takes 10001 unless told otherwise, so it is given a free port too;
+- the runtime-env agent, node manager, object manager and metrics ports are picked free
+  per node, so several raylets share one host; but every node's dashboard agent listens
+  on 52365 (all but the first fail to bind, logged, the node still up) and the head's Ray
+  Client server on 10001 unless told otherwise: both are given free ports here;
 - a driver on the host attaches to the head's raylet when there is one, so killing a
   worker node never kills the driver;
 - `ray stop` stops every Ray process of the host (other clusters too): a node is stopped
@@ -115,6 +116,8 @@ class LocalNode:
             f"--temp-dir={self.temp_dir}",
             f"--object-store-memory={s.object_store_mb * 1024 * 1024}",
             "--disable-usage-stats",
+            # every node's agent would listen on 52365 and all but one fail to bind
+            f"--dashboard-agent-listen-port={free_port()}",
         ]
         if s.resources:
             cmd.append(f"--resources={json.dumps(s.resources)}")
