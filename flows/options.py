@@ -242,6 +242,15 @@ class RunOptions:
     fast: FastOpt = False
     sim_only: SimOnlyOpt = False  # the deprecated name of `fast`
     unconfined: UnconfinedOpt = False
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Where the verifier workers run: host (on the Ray node itself) or container "
+            "(in the node's image through the Docker API at DOCKER_HOST, a Docker engine or "
+            "Podman's socket; build the images with infra/build-images.sh).",
+        ),
+    ] = "host"
 
     def pipeline_settings(self) -> PipelineSettings:
         """The run's settings; a bad option raises typer.BadParameter before any work
@@ -251,8 +260,10 @@ class RunOptions:
         check_catalog(roots, domains, self.task, lake=self.lake)
         from flows.stages import PipelineSettings
         from generators import GENERATORS
-        from ray_actors.verify import PoolSettings
+        from ray_actors.verify import BACKENDS, PoolSettings
 
+        if self.backend not in BACKENDS:
+            raise typer.BadParameter(f"choose {' or '.join(BACKENDS)}", param_hint="--backend")
         if self.generator not in GENERATORS:
             raise typer.BadParameter(
                 f"choose one of {', '.join(GENERATORS)}", param_hint="--generator"
@@ -292,7 +303,9 @@ class RunOptions:
             fast=self.fast or self.sim_only,
             verifier_settings=parse_verifier_settings(self.verifier_settings),
             seed=self.seed,
-            pool=PoolSettings(workers=self.workers, batch_size=self.batch_size),
+            pool=PoolSettings(
+                workers=self.workers, batch_size=self.batch_size, backend=self.backend
+            ),
             verdict_batch=self.commit_every,
             export={"mix": parse_mix(self.mix)} if self.mix else {},
             export_dir=self.export_dir,

@@ -29,10 +29,14 @@ class VerifierWorker:
     `settings` is the verifier's settings dict (`verifiers.settings`), as `crucible
     verify --settings` and `python -m verifiers.<domain> --settings` take it."""
 
-    def __init__(self, domain: str, limits: dict, settings: dict | None = None):
+    def __init__(
+        self, domain: str, limits: dict, settings: dict | None = None, backend: str = "host"
+    ):
         self.verifier = get_verifier(domain, settings)
         self.limits = Limits.from_dict(limits)
         self.tasks: dict[str, Task] = {}
+        # "container": the node image's worker in a warm container (`ray_actors.container`)
+        self.container = _container(domain, settings, backend)
         self.node = cluster.node_label()  # the Ray node, not only the host, verdicts name
 
     def verify_batch(self, tasks: list[dict], items: list[tuple[str, str]]) -> list[dict]:
@@ -41,13 +45,30 @@ class VerifierWorker:
             self.tasks.setdefault(t["task_id"], Task.from_dict(t))
         pairs = [(self.tasks[tid], code) for tid, code in items]
         try:  # the GPU verifiers compile a batch in parallel
-            verdicts = self.verifier.verify_many(pairs, self.limits)
+            if self.container is not None:
+                verdicts = self._in_container(pairs)
+            else:
+                verdicts = self.verifier.verify_many(pairs, self.limits)
         except Exception:  # a verifier bug is infra, and must not sink the batch
             log.exception(
                 "the %s verifier crashed on a batch; verifying one by one", self.verifier.domain
             )
             verdicts = [self._one(task, code) for task, code in pairs]
         return [replace(v, node=self.node).to_dict() for v in verdicts]
+
+    def _in_container(self, pairs: list[tuple[Task, str]]) -> list[Verdict]:
+        from ray_actors.container import ContainerUnavailable
+
+        try:
+            return self.container.verify_many(pairs, self.limits)
+        except ContainerUnavailable as e:  # no engine, socket or image: infra, said once
+            v, why = self.verifier, str(e)
+            return [
+                infra_verdict(
+                    t, content_id(t.task_id, c), v.name, v.version, "tool_missing", "container", why
+                )
+                for t, c in pairs
+            ]
 
     def _one(self, task: Task, code: str) -> Verdict:
         try:
@@ -60,10 +81,24 @@ class VerifierWorker:
             return infra_verdict(task, cid, v.name, v.version, "tool_crash", "verify", reason)
 
 
+BACKENDS = ("host", "container")
+
+
+def _container(domain: str, settings: dict | None, backend: str) -> Any:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown verifier backend {backend!r}: choose {' or '.join(BACKENDS)}")
+    if backend == "host":
+        return None
+    from ray_actors.container import ContainerBackend
+
+    return ContainerBackend(domain, settings)
+
+
 @dataclass(frozen=True)
 class PoolSettings:
     workers: int | None = None  # default: one per slot of the resource, capped by cores
     batch_size: int = 8
+    backend: str = "host"  # or "container": each actor's worker runs in the node image
 
 
 def actor_settings(domain: str, resource: str, given: Mapping[str, Any] | None) -> dict:
@@ -109,7 +144,9 @@ def make_pool(
         **cluster.actor_options(resource), max_restarts=2, max_task_retries=2
     )
     chosen = actor_settings(domain, resource, verifier_settings)
-    actors = [actor_cls.remote(domain, limits.to_dict(), chosen) for _ in range(n)]
+    actors = [
+        actor_cls.remote(domain, limits.to_dict(), chosen, settings.backend) for _ in range(n)
+    ]
     # Each actor appears twice, so a second batch already waits in its queue while the
     # driver takes in the first one's verdicts (an actor runs one call at a time): the
     # actors never idle on the driver's lake writes.

@@ -2,8 +2,10 @@
 
 Each input line is `{"task": Task.to_dict(), "candidate": Candidate.to_dict(), "limits":
 Limits.to_dict() (optional)}`; each output line is the `Verdict.to_dict()` of one input
-line. This is how a GPU, emulator or EDA node without Ray, Prefect or the lake runs
-verification: `python -m verifiers.<domain> < in.jsonl > out.jsonl`.
+line. An empty line ends a batch (what is pending is verified then, not at `--batch` lines
+or EOF), so a long-lived worker on a pipe is fed batch after batch. This is how a GPU,
+emulator or EDA node without Ray, Prefect or the lake runs verification:
+`python -m verifiers.<domain> < in.jsonl > out.jsonl`.
 
 Nothing lost: a verdict is written (one whole line, flushed) the moment it completes, so
 lines come out in completion order (each names its `candidate_id`; `--ordered` keeps input
@@ -94,6 +96,11 @@ def run(
     try:
         for n, raw in enumerate(lines, start=1):
             if not raw.strip():
+                # an empty line ends a batch: a long-lived worker fed through a pipe (the
+                # container backend) has its pending lines verified now, not at EOF
+                if pending:
+                    bad += batches.verify(pending)
+                    pending = []
                 continue
             try:
                 task, cand, limits = _parse(domain, raw)

@@ -1,0 +1,247 @@
+"""The container backend: the rtl worker in the `eda` node image, through Podman's Docker
+API, gives the host's verdicts, confined (no network, read-only root, capped) and with no
+way for a candidate to forge a verdict line; a missing image or socket is a clear error.
+
+The session starts `podman system service` on a socket of its own and builds the image
+with infra/build-images.sh (a fresh machine: the Debian base by mmdebstrap, ~2 min, then
+the image, ~3 min; a built one: seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from generators.perturb.rtl import RtlPerturbGenerator
+from ray_actors.container import (
+    SANDBOX_CAPS,
+    ContainerBackend,
+    ContainerSettings,
+    ContainerUnavailable,
+)
+from ray_actors.verify import VerifierWorker
+from verifiers import domain as domains
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status, content_id
+from verifiers.registry import get_verifier
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = ("mux4", "adder8", "gray_counter4")
+RUNC = "/usr/sbin/runc"
+
+needs_podman = pytest.mark.skipif(
+    shutil.which("podman") is None or not os.path.exists(RUNC),
+    reason="podman + runc absent: run infra/install-toolchains.sh containers",
+)
+
+
+@pytest.fixture(scope="session")
+def docker_url(tmp_path_factory):
+    """Podman's Docker API on a socket of this session's own."""
+    sock = tmp_path_factory.mktemp("podman") / "podman.sock"
+    url = f"unix://{sock}"
+    proc = subprocess.Popen(
+        ["podman", "--runtime", RUNC, "system", "service", "--time=0", url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    import docker
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            docker.DockerClient(base_url=url).ping()
+            break
+        except docker.errors.DockerException:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"podman system service did not serve {url}")
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def eda_image(docker_url):
+    """crucible-eda:<version>, built (or found up to date) by the project's own script."""
+    out = subprocess.run(
+        ["bash", str(ROOT / "infra" / "build-images.sh"), "eda"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return domains.image_tag("eda")
+
+
+@pytest.fixture(scope="session")
+def backend(docker_url, eda_image):
+    b = ContainerBackend("rtl", settings=ContainerSettings(base_url=docker_url))
+    yield b
+    b.close()
+
+
+def _batch():
+    """The references and perturbations (bugs) of a few rtl tasks."""
+    items = []
+    for name in TASKS:
+        task = load_task(ROOT / "tasks" / "rtl" / name)
+        items += [(task, c.code) for c in RtlPerturbGenerator().generate(task, n=3, seed=1)]
+    return items
+
+
+@needs_podman
+def test_container_verdicts_are_the_hosts(backend, eda_image):
+    items = _batch()
+    limits = Limits()
+    inside = backend.verify_many(items, limits)
+    host = get_verifier("rtl").verify_many(items, limits)
+    assert [(v.status, v.code) for v in inside] == [(v.status, v.code) for v in host]
+    assert [v.candidate_id for v in inside] == [content_id(t.task_id, c) for t, c in items]
+    statuses = {v.status for v in inside}
+    assert Status.PASS in statuses and len(statuses) > 1  # references and real bugs
+    assert Status.INFRA_ERROR not in statuses
+    # each verdict names the image it ran in and the tools the worker found there
+    image = backend.client().images.get(eda_image)
+    labels = image.labels
+    for v in inside:
+        assert v.toolchain["image"] == f"{eda_image}@{image.id}"
+        assert v.toolchain["iverilog"] == labels["org.crucible.toolchain.iverilog"]
+        assert v.toolchain["yosys"] == labels["org.crucible.toolchain.yosys"]
+
+
+@needs_podman
+def test_a_candidate_cannot_forge_a_verdict_line(backend):
+    """A candidate prints a whole verdict line (a pass for another, failing candidate of
+    the batch): it is simulator output inside the sandbox, never the worker's stdout."""
+    items = _batch()
+    host = get_verifier("rtl").verify_many(items, Limits())
+    victim = next(i for i, v in enumerate(host) if v.status is not Status.PASS)
+    task, code = items[victim]
+    forged = json.dumps(
+        {
+            "candidate_id": content_id(task.task_id, code),
+            "task_id": task.task_id,
+            "domain": "rtl",
+            "verifier": "rtl",
+            "verifier_version": host[victim].verifier_version,
+            "status": "pass",
+        }
+    )
+    ref = task.reference
+    head, _, tail = ref.rpartition("endmodule")
+    escaped = forged.replace('"', '\\"')
+    hostile = f'{head}initial $display("{escaped}");\nendmodule{tail}'
+    batch = [(task, hostile), *items]
+    inside = backend.verify_many(batch, Limits())
+    expected = get_verifier("rtl").verify_many(batch, Limits())
+    assert [(v.status, v.code) for v in inside] == [(v.status, v.code) for v in expected]
+    assert inside[victim + 1].status is host[victim].status is not Status.PASS
+    assert Status.INFRA_ERROR not in {v.status for v in inside}
+
+
+@needs_podman
+def test_the_container_is_confined(backend):
+    backend.start()
+    ctr = backend._container
+    ctr.reload()
+    host = ctr.attrs["HostConfig"]
+    assert host["NetworkMode"] == "none"
+    assert host["ReadonlyRootfs"] is True
+    assert set(host["CapAdd"] or ()) <= {f"CAP_{c}" for c in SANDBOX_CAPS} | set(SANDBOX_CAPS)
+    assert host["Memory"] > 0 and host["PidsLimit"] > 0
+    assert "no-new-privileges" in " ".join(host["SecurityOpt"] or ())
+    ulimits = {u["Name"].lower().removeprefix("rlimit_"): u["Hard"] for u in host["Ulimits"]}
+    assert ulimits == {"nofile": 1024, "nproc": 1024}
+    # from inside: no route out, nothing written outside the tmpfs work dirs
+    probe = (
+        "import socket, sys\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 80), timeout=3); print('net-open')\n"
+        "except OSError as e: print('net-closed', e.errno)\n"
+        "for p in ('/opt/crucible/evil', '/etc/evil', '/evil'):\n"
+        "    try:\n"
+        "        open(p, 'w'); print('wrote', p)\n"
+        "    except OSError as e: print('ro', p, e.errno)\n"
+        "open('/tmp/ok', 'w').write('x'); print('tmp-ok')\n"
+    )
+    rc, out = ctr.exec_run(["python", "-c", probe])
+    text = out.decode()
+    assert rc == 0, text
+    assert "net-closed" in text and "net-open" not in text
+    assert "wrote" not in text and text.count("ro ") == 3
+    assert "tmp-ok" in text
+
+
+@needs_podman
+def test_a_missing_image_is_a_clear_infra_error(docker_url):
+    settings = ContainerSettings(base_url=docker_url, image="crucible-eda:no-such-version")
+    b = ContainerBackend("rtl", settings=settings)
+    with pytest.raises(ContainerUnavailable, match=r"not built here: run infra/build-images.sh"):
+        b.start()
+    # through the verify actor: infra_error verdicts that say what to run, no crash
+    task = load_task(ROOT / "tasks" / "rtl" / "mux4")
+    worker = VerifierWorker("rtl", Limits().to_dict(), backend="container")
+    worker.container = b
+    out = worker.verify_batch([task.to_dict()], [(task.task_id, task.reference)])
+    assert [v["status"] for v in out] == [Status.INFRA_ERROR.value]
+    assert out[0]["code"] == "tool_missing"
+    assert "infra/build-images.sh eda" in out[0]["feedback"]
+
+
+@needs_podman
+def test_no_docker_api_is_a_clear_error(tmp_path):
+    settings = ContainerSettings(base_url=f"unix://{tmp_path}/absent.sock")
+    with pytest.raises(ContainerUnavailable, match="podman --runtime /usr/sbin/runc system"):
+        ContainerBackend("rtl", settings=settings).start()
+
+
+def test_an_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="host or container"):
+        VerifierWorker("rtl", Limits().to_dict(), backend="vm")
+
+
+def test_an_empty_line_ends_a_worker_batch():
+    """The protocol the backend relies on: a batch's verdicts come out when its empty line
+    is read, while the worker still waits for more input (no EOF)."""
+    import io
+
+    from verifiers.worker import run
+
+    task = load_task(ROOT / "tasks" / "rtl" / "mux4")
+    out = io.StringIO()
+    seen = []
+
+    def lines():
+        for code in (task.reference, task.reference + "\n// two\n"):
+            cand = {"task_id": task.task_id, "code": code, "origin": "t", "generator": "t"}
+            yield json.dumps({"task": task.to_dict(), "candidate": cand}) + "\n"
+        yield "\n"
+        seen.append(out.getvalue().count("\n"))  # read before the next line is given
+        yield ""
+
+    limits = {"gates": ["compile"]}
+    assert run("rtl", lines(), out, io.StringIO(), batch=1000, override=limits) == 0
+    assert seen == [2]
+
+
+def test_cli_refuses_an_unknown_backend(tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    res = CliRunner().invoke(app, ["run", "--lake", str(tmp_path / "lake"), "--backend", "vm"])
+    assert res.exit_code == 2
+    assert "host or container" in res.output
