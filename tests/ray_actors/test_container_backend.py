@@ -245,3 +245,31 @@ def test_cli_refuses_an_unknown_backend(tmp_path):
     res = CliRunner().invoke(app, ["run", "--lake", str(tmp_path / "lake"), "--backend", "vm"])
     assert res.exit_code == 2
     assert "host or container" in res.output
+
+
+@needs_podman
+def test_ray_actors_verify_in_the_container(docker_url, eda_image, monkeypatch):
+    """`PoolSettings(backend="container")`: the actors' workers run in the node image (the
+    actors find the engine through DOCKER_HOST, inherited from the driver)."""
+    from ray_actors import cluster
+    from ray_actors.verify import PoolSettings, verify_candidates
+    from verifiers.contract import Candidate
+
+    monkeypatch.setenv("DOCKER_HOST", docker_url)
+    task = load_task(ROOT / "tasks" / "rtl" / "mux4")
+    cands = [
+        Candidate(task.task_id, c.code, "perturb", "t")
+        for c in RtlPerturbGenerator().generate(task, n=2)
+    ]
+    cluster.start(cluster.ClusterSettings(num_cpus=1))
+    try:
+        pool = PoolSettings(workers=1, backend="container")
+        got = list(verify_candidates("rtl", cands, {task.task_id: task}, Limits(), pool))
+    finally:
+        cluster.shutdown()
+    verdicts = get_verifier("rtl").verify_many([(task, c.code) for c in cands], Limits())
+    host = {v.candidate_id: v for v in verdicts}
+    assert len(got) == len(cands)
+    for v in got:
+        assert v.toolchain["image"].startswith(eda_image + "@")
+        assert (v.status, v.code) == (host[v.candidate_id].status, host[v.candidate_id].code)
