@@ -174,6 +174,9 @@ class ContainerBackend:
             "cap_drop": ["ALL"],
             "cap_add": list(SANDBOX_CAPS),
             "security_opt": list(SECURITY_OPT),
+            # gone once its worker exits: also when the actor holding it is killed (its
+            # attach stream closes, the worker reads EOF) and `close` never runs
+            "auto_remove": True,
             "labels": {LABEL: "container", "org.crucible.domain": self.domain},
             "name": f"crucible-{self.domain}-{uuid.uuid4().hex[:10]}",
             **s.extra,
