@@ -1,10 +1,11 @@
-"""The container backend: the rtl worker in the `eda` node image, through Podman's Docker
-API, gives the host's verdicts, confined (no network, read-only root, capped) and with no
-way for a candidate to forge a verdict line; a missing image or socket is a clear error.
+"""The container backend: the rtl worker in the `eda` node image and the cad worker in the
+`cad` image, through Podman's Docker API, give the host's verdicts, confined (no network,
+read-only root, capped) and with no way for a candidate to forge a verdict line; a missing
+image or socket is a clear error.
 
 The session starts `podman system service` on a socket of its own and builds the image
 with infra/build-images.sh (a fresh machine: the Debian base by mmdebstrap, ~2 min, then
-the image, ~3 min; a built one: seconds).
+the image, ~3 min; the cad image, with CadQuery, a few minutes more; a built one: seconds).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from generators.perturb.cad import CadPerturbGenerator
 from generators.perturb.rtl import RtlPerturbGenerator
 from ray_actors.container import (
     SANDBOX_CAPS,
@@ -273,3 +275,40 @@ def test_ray_actors_verify_in_the_container(docker_url, eda_image, monkeypatch):
     for v in got:
         assert v.toolchain["image"].startswith(eda_image + "@")
         assert (v.status, v.code) == (host[v.candidate_id].status, host[v.candidate_id].code)
+
+
+@pytest.fixture(scope="session")
+def cad_image(docker_url):
+    pytest.importorskip("cadquery")  # the host side of the comparison
+    out = subprocess.run(
+        ["bash", str(ROOT / "infra" / "build-images.sh"), "cad"],
+        capture_output=True,
+        text=True,
+        timeout=2400,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return domains.image_tag("cad")
+
+
+@needs_podman
+def test_cad_verdicts_in_the_cad_image_are_the_hosts(docker_url, cad_image):
+    """The cad worker (warm CadQuery processes, exact OCC booleans) in its own image: the
+    references and their perturbations get the host's status and code."""
+    items = []
+    for name in ("washer", "block_with_pocket"):
+        task = load_task(ROOT / "tasks" / "cad" / name)
+        items.append((task, task.reference))
+        items += [(task, c.code) for c in CadPerturbGenerator().generate(task, n=3, seed=1)]
+    backend = ContainerBackend("cad", settings=ContainerSettings(base_url=docker_url))
+    try:
+        inside = backend.verify_many(items, Limits())
+    finally:
+        backend.close()
+    host = get_verifier("cad").verify_many(items, Limits())
+    assert [(v.status, v.code) for v in inside] == [(v.status, v.code) for v in host]
+    statuses = {v.status for v in inside}
+    assert Status.PASS in statuses and len(statuses) > 1
+    assert Status.INFRA_ERROR not in statuses
+    image = backend.client().images.get(cad_image)
+    assert all(v.toolchain["image"] == f"{cad_image}@{image.id}" for v in inside)
