@@ -367,11 +367,15 @@ def rtl():
 
 def test_rtl_reference_on_a_slow_machine_is_infra_machine_slow(rtl):
     task = load_task(ROOT / "tasks" / "rtl" / "adder8")
+    # the same reference passes with normal limits; run first, it also brings the tools'
+    # binaries into the page cache: a cold exec blocks on the disk (neither CPU nor CPU
+    # wait) and a 0.05 s wall is then mostly blocked time, which the rule reads as a hang
+    # (seen at the end of a full run, after the container image builds)
+    assert rtl.verify(task, task.reference).passed
     v = rtl.verify(task, task.reference, Limits(timeout_s=0.05, cpu_s=20))
     assert (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"), v.feedback
     failed = next(c for c in v.checks if not c.ok)
     assert "CPU" in failed.detail and "wall" in failed.detail
-    assert rtl.verify(task, task.reference).passed  # the same reference, normal limits
 
 
 def test_rtl_formal_own_timer_is_judged_by_the_rule():
