@@ -74,18 +74,22 @@ def docker_url(tmp_path_factory):
         proc.wait()
 
 
-@pytest.fixture(scope="session")
-def eda_image(docker_url):
-    """crucible-eda:<version>, built (or found up to date) by the project's own script."""
+def _built(image: str) -> str:
+    """crucible-<image>:<version>, built (or found up to date) by the project's own script."""
     out = subprocess.run(
-        ["bash", str(ROOT / "infra" / "build-images.sh"), "eda"],
+        ["bash", str(ROOT / "infra" / "build-images.sh"), image],
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=2400,
         check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    return domains.image_tag("eda")
+    return domains.image_tag(image)
+
+
+@pytest.fixture(scope="session")
+def eda_image(docker_url):
+    return _built("eda")
 
 
 @pytest.fixture(scope="session")
@@ -280,15 +284,7 @@ def test_ray_actors_verify_in_the_container(docker_url, eda_image, monkeypatch):
 @pytest.fixture(scope="session")
 def cad_image(docker_url):
     pytest.importorskip("cadquery")  # the host side of the comparison
-    out = subprocess.run(
-        ["bash", str(ROOT / "infra" / "build-images.sh"), "cad"],
-        capture_output=True,
-        text=True,
-        timeout=2400,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return domains.image_tag("cad")
+    return _built("cad")
 
 
 @needs_podman
