@@ -22,6 +22,7 @@ machine did it (slow, the OOM killer), `JobTimeout` / `WorkerDied` where the can
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextlib
 import json
@@ -36,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,6 +225,19 @@ def sweep_stale(scratch_dir: str | os.PathLike[str] | None = None) -> list[Path]
     return removed
 
 
+# Every worker not yet closed: a process that ends normally without closing its verifier
+# (a script, `python -c`) still stops their servers and removes their dirs at exit
+# (seen: a plain CAD verify left its worker dirs in /tmp); a killed one is swept later.
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_workers() -> None:
+    for w in list(_LIVE):
+        with contextlib.suppress(Exception):
+            w.close()
+
+
 class Worker:
     """One warm server process. A domain subclasses it with `command()`."""
 
@@ -238,6 +253,7 @@ class Worker:
         # the pid in the name: the dirs of a process that died unclosed can be swept
         prefix = f"crucible-{self.prefix}{index}-p{os.getpid()}-"
         self.home = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+        _LIVE.add(self)
         self.proc: subprocess.Popen | None = None
         self.results = None
         self.jobs_done = 0
@@ -378,6 +394,7 @@ class Worker:
         self.start()
 
     def close(self) -> None:
+        _LIVE.discard(self)
         self.stop()
         shutil.rmtree(self.home, ignore_errors=True)
 

@@ -279,6 +279,28 @@ def worker():
     w.close()
 
 
+def test_a_process_that_exits_without_closing_its_workers_leaves_no_dirs(tmp_path):
+    """A script that never closes its verifier: its workers' servers are stopped and
+    their dirs removed when it exits (a killed process's dirs are swept later)."""
+    script = (
+        "import sys\n"
+        "from tests.verifiers.test_machine_rule import TinyWorker\n"
+        "from verifiers.contract import Limits\n"
+        f"w = TinyWorker(Limits(), index=3, scratch={str(tmp_path)!r})\n"
+        "assert w.run({'do': 'echo'}, 30) == {'ok': True}\n"
+        "print(w.home, w.proc.pid)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    home, pid = out.stdout.split()
+    assert home.startswith(str(tmp_path)) and not os.path.exists(home)
+    assert not list(tmp_path.glob("crucible-machine-rule*"))
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
+
+
 def test_warm_job_that_sleeps_is_the_candidates_timeout(worker):
     assert worker.run({"do": "echo"}, 30) == {"ok": True}
     with pytest.raises(JobTimeout) as err:
