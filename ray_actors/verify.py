@@ -140,8 +140,15 @@ def make_pool(
     if available <= 0:
         raise NoNodeForResource(domain, verifier.resource)
     n = min(settings.workers or available, available)
+    # A batch lost with its actor is sent again until the actor is back (a verdict is a
+    # pure function of task and code, so running it twice changes nothing). The retries
+    # must not be counted: while the head has not yet noticed a lost node (Ray's health
+    # checks: seconds to a minute), every resend to the dead actor's old address fails at
+    # once and would spend one, and the run would end on ActorUnavailableError although
+    # the node came back. A crash loop stays bounded: after `max_restarts` the actor is
+    # dead and its calls raise ActorDiedError.
     actor_cls = ray.remote(VerifierWorker).options(
-        **cluster.actor_options(resource), max_restarts=2, max_task_retries=2
+        **cluster.actor_options(resource), max_restarts=2, max_task_retries=-1
     )
     chosen = actor_settings(domain, resource, verifier_settings)
     actors = [

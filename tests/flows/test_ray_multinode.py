@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ray_actors.nodes import LocalCluster, NodeSpec
+from ray_actors.nodes import HealthChecks, LocalCluster, NodeSpec
 from tests.flows.lakeq import q
 
 pytest.importorskip("cadquery")
@@ -31,6 +31,7 @@ pytest.importorskip("cadquery")
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = {"rtl": ("mux4", "updown_counter8"), "cad": ("washer",)}
 EDA, CAD = "eda-node", "cad-node"
+SLOW = HealthChecks(period_ms=1000, timeout_ms=1000, failure_threshold=8)
 ROWS = "SELECT candidate_id, status, code FROM verdicts ORDER BY candidate_id"
 
 
@@ -52,7 +53,7 @@ def ray_nodes():
     head = NodeSpec("head", num_cpus=1)
     workers = [NodeSpec(EDA, 1, {"eda": 1}), NodeSpec(CAD, 1, {"cad": 1})]
     try:
-        with LocalCluster(root, head, workers) as cluster:
+        with LocalCluster(root, head, workers, health=SLOW) as cluster:
             yield cluster
     finally:
         shutil.rmtree(root, ignore_errors=True)

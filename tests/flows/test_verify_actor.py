@@ -127,3 +127,51 @@ def test_a_new_domain_pool_releases_kept_pools_that_hold_cpus_or_gpus():
     pools = {"cuda": (Pool(True), 1), "rtl": (Pool(False), 2), "cad": (Pool(False), 2)}
     _release_natives(pools)
     assert sorted(pools) == ["cad", "rtl"]
+
+
+def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent():
+    """Lost batches are resent without a count (a lost node must not spend them), so the
+    bound on a crash loop is the actor's own restarts: 1 + max_restarts attempts, then
+    ActorDiedError ends the call rather than a resend forever."""
+    import psutil
+    import ray
+
+    from generators.perturb import generator_for
+    from ray_actors import cluster
+    from ray_actors.verify import PoolSettings, verify_candidates
+
+    task = load_task(TASK)
+    cands = generator_for("rtl").generate(task)[:2]
+    limits = Limits(gates=("compile", "simulate"))
+    cluster.start(cluster.ClusterSettings(num_cpus=2))
+    raised: list[BaseException] = []
+
+    def run():
+        try:
+            list(
+                verify_candidates(
+                    "rtl", cands, {task.task_id: task}, limits,
+                    PoolSettings(workers=1, batch_size=len(cands)),
+                )
+            )  # fmt: skip
+        except BaseException as e:  # the test reads what ended the call
+            raised.append(e)
+
+    killed: set[int] = set()
+    try:
+        runner = threading.Thread(target=run)
+        runner.start()
+        deadline = time.monotonic() + 240
+        while runner.is_alive() and time.monotonic() < deadline:
+            for p in psutil.process_iter(["cmdline"]):
+                cmd = p.info["cmdline"] or ()
+                if p.pid not in killed and any("VerifierWorker.verify_batch" in c for c in cmd):
+                    os.kill(p.pid, signal.SIGKILL)
+                    killed.add(p.pid)
+            time.sleep(0.02)
+        runner.join(timeout=30)
+        assert not runner.is_alive(), "the batch was resent forever"
+    finally:
+        cluster.shutdown()
+    assert len(raised) == 1 and isinstance(raised[0], ray.exceptions.ActorDiedError), raised
+    assert len(killed) == 3  # the first try and one per restart (max_restarts=2)
