@@ -475,7 +475,7 @@ def repair(
         for f in files:
             con.print(f"{table}: {f} {'missing' if dry_run else 'dropped (missing)'}")
     verb = "missing" if dry_run else "dropped"
-    con.print(f"repair: {total} data file(s) {verb}; lake {lake}")
+    con.print(f"repair: {total} data file(s) {verb}; lake {_shown(lake)}")
 
 
 @app.command()
@@ -616,6 +616,13 @@ def _progress(con) -> Progress:
     )
 
 
+def _shown(lake: Path) -> str:
+    """The lake root as the user wrote it (`s3://`, which typer's Path makes `s3:/`)."""
+    from lake.objectstore import display
+
+    return display(lake)
+
+
 def _print_result(con, result: dict, lake: Path) -> None:
     for e in result["refused"]:
         con.print(f"[bold red]refused task[/] {e}")
@@ -626,7 +633,7 @@ def _print_result(con, result: dict, lake: Path) -> None:
         f"{c.get('generated', 0)} candidates generated, {verified} verified in {vsec:.1f}s "
         f"({verified / max(vsec, 1e-9):.1f}/s), {c.get('repair_candidates', 0)} repairs, "
         f"{c.get('trajectories_written', 0)} trajectories, total {result['seconds']:.1f}s; "
-        f"lake {lake}"
+        f"lake {_shown(lake)}"
     )
     if c.get("worker_restarts"):
         by = c.get("worker_restarts_by_resource") or {}
@@ -791,8 +798,9 @@ def pending(
         unknown = sorted(set(names or ()) - {r["name"] for r in rows})
         if unknown:
             raise typer.BadParameter(
-                f"no {domain} task named {', '.join(map(repr, unknown))} in lake {lake} (or "
-                "its reference fails); `crucible sql 'SELECT name FROM tasks'` lists them",
+                f"no {domain} task named {', '.join(map(repr, unknown))} in lake "
+                f"{_shown(lake)} (or its reference fails); "
+                "`crucible sql 'SELECT name FROM tasks'` lists them",
                 param_hint="--task",
             )
         ids = [r["task_id"] for r in rows]
@@ -873,7 +881,7 @@ def ingest(
     typer.echo(
         f"ingest {result.run_id[:12]}: {result.added} added, {result.present} already "
         f"present, {len(result.refused)} refused ({result.read} lines, "
-        f"{result.seconds:.1f}s); lake {lake}"
+        f"{result.seconds:.1f}s); lake {_shown(lake)}"
     )
     if result.refused:
         raise typer.Exit(1)
@@ -1108,7 +1116,7 @@ def show(
         duck.close()
     ids = sorted({r["candidate_id"] for r in rows})
     if not ids:
-        con.print(f"no candidate {candidate!r} in lake {lake}")
+        con.print(f"no candidate {candidate!r} in lake {_shown(lake)}")
         raise typer.Exit(1)
     if len(ids) > 1:
         raise typer.BadParameter(
@@ -1300,7 +1308,7 @@ def _sql_shell(duck, con, lake: Path, fmt: str, wide: bool) -> int:
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
         con.print(
-            f"DuckDB on lake {escape(str(lake))}: every table and view is ready. End a "
+            f"DuckDB on lake {escape(_shown(lake))}: every table and view is ready. End a "
             "statement with `;`; `.tables`, `.queries`, `.help`, `.quit` or Ctrl-D."
         )
     failed = 0

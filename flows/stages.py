@@ -27,6 +27,7 @@ import duckdb
 from generators import make_generator
 from generators.base import Generator, RepairRequest
 from lake import db
+from lake.objectstore import display
 from lake.schema import Trajectory, Turn, candidate_from_row, task_from_row, verdict_from_row
 from lake.store import Lake
 from lake.writer import BatchWriter
@@ -94,7 +95,7 @@ class PipelineSettings:
 
     def to_params(self) -> dict[str, Any]:
         return {
-            "lake": str(self.lake),
+            "lake": display(self.lake),
             "task_roots": [str(p) for p in self.task_roots],
             "domains": list(self.domains),
             "task_names": list(self.task_names) if self.task_names else None,

@@ -54,6 +54,17 @@ def is_url(root: str | os.PathLike[str]) -> bool:
     return bool(m) and m["scheme"].lower() != "file" and len(m["scheme"]) > 1
 
 
+def display(root: str | os.PathLike[str]) -> str:
+    """A lake root as a person writes it: `s3://bucket/prefix` even where pathlib made it
+    `s3:/bucket/prefix` (the CLI's --lake is a Path), a local path as it is."""
+    if not is_url(root):
+        return os.fspath(root)
+    try:
+        return parse_url(root).url
+    except ObjectStoreError:
+        return os.fspath(root)
+
+
 @dataclass(frozen=True)
 class S3Location:
     bucket: str

@@ -209,6 +209,14 @@ def test_crucible_sql_on_an_s3_lake(s3_env: str, bucket: str):
     assert res.exit_code != 0
     assert "no lake at s3://" in res.output and "Traceback" not in res.output
     assert keys(s3_env, bucket, "typo") == []
+    # a task named wrong on an S3 lake is told with the lake as written
+    res = CliRunner().invoke(
+        app,
+        ["pending", "--lake", f"s3://{bucket}/lake", "--domain", "rtl", "--task", "nope"],
+        env={"COLUMNS": "300"},
+    )
+    assert res.exit_code == 2, res.output
+    assert f"in lake s3://{bucket}/lake " in " ".join(res.output.split()), res.output
 
 
 def test_compaction_and_vacuum_on_s3(s3_env: str, bucket: str):
@@ -341,6 +349,21 @@ def test_a_damaged_blob_on_s3_is_refused(s3_env: str, bucket: str):
 
 
 @pytest.mark.parametrize(
+    "root, shown",
+    [
+        ("s3:/b-1/lake/x", "s3://b-1/lake/x"),
+        ("s3://b-1/lake/", "s3://b-1/lake"),
+        ("/data/lake", "/data/lake"),
+        ("s3:/X/lake", "s3:/X/lake"),  # not a bucket name: shown as given
+    ],
+)
+def test_a_lake_root_is_shown_as_written(root: str, shown: str):
+    from lake.objectstore import display
+
+    assert display(Path(root) if root.startswith("/") else root) == shown
+
+
+@pytest.mark.parametrize(
     ("root", "says"),
     [
         ("gs://bucket/lake", r"scheme 'gs' is not supported; use a local directory or s3://"),
@@ -413,6 +436,9 @@ def test_a_run_on_an_s3_lake_needs_an_export_dir(s3_env: str, bucket: str, tmp_p
         opts.pipeline_settings()
     settings = RunOptions(lake=opts.lake, export_dir=tmp_path).pipeline_settings()
     assert Lake(settings.lake).root == f"s3://{bucket}/lake"  # not made relative to the cwd
+    # the run records the root as the user wrote it, not pathlib's `s3:/`
+    assert str(opts.lake) == f"s3:/{bucket}/lake"
+    assert settings.to_params()["lake"] == f"s3://{bucket}/lake"
     no_export = RunOptions(lake=opts.lake, stages="generate,verify").pipeline_settings()
     assert no_export.export_dir is None
 
