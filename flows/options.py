@@ -251,6 +251,17 @@ class RunOptions:
             "Podman's socket; build the images with infra/build-images.sh).",
         ),
     ] = "host"
+    node_wait: Annotated[
+        float,
+        typer.Option(
+            "--node-wait",
+            min=0,
+            metavar="SECONDS",
+            help="When the last Ray node offering a domain's resource is lost mid-run, how "
+            "long its unfinished candidates wait for one to come back; then they get "
+            "infra_error (node_lost) verdicts, which the next run verifies again.",
+        ),
+    ] = 600.0
 
     def pipeline_settings(self) -> PipelineSettings:
         """The run's settings; a bad option raises typer.BadParameter before any work
@@ -304,7 +315,10 @@ class RunOptions:
             verifier_settings=parse_verifier_settings(self.verifier_settings),
             seed=self.seed,
             pool=PoolSettings(
-                workers=self.workers, batch_size=self.batch_size, backend=self.backend
+                workers=self.workers,
+                batch_size=self.batch_size,
+                backend=self.backend,
+                node_wait_s=self.node_wait,
             ),
             verdict_batch=self.commit_every,
             export={"mix": parse_mix(self.mix)} if self.mix else {},

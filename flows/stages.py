@@ -115,6 +115,7 @@ class PipelineSettings:
             "seed": self.seed,
             "workers": self.pool.workers,
             "batch_size": self.pool.batch_size,
+            "node_wait_s": self.pool.node_wait_s,
             "dedup": self.dedup,
             "export": self.export,
         }

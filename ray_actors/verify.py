@@ -6,6 +6,7 @@ a verification ~15-200 ms: batches keep the overhead out of sight).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -99,6 +100,14 @@ class PoolSettings:
     workers: int | None = None  # default: one per slot of the resource, capped by cores
     batch_size: int = 8
     backend: str = "host"  # or "container": each actor's worker runs in the node image
+    # After the last node offering the resource is lost, how long unfinished batches wait
+    # for one to come back before they become `node_lost` infra verdicts (the next run
+    # verifies them again); a node that returns in time loses nothing.
+    node_wait_s: float = 600.0
+
+
+# How often a wait for a batch looks whether a node still offers the domain's resource.
+NODE_POLL_S = 1.0
 
 
 def actor_settings(domain: str, resource: str, given: Mapping[str, Any] | None) -> dict:
@@ -159,6 +168,8 @@ def make_pool(
     # actors never idle on the driver's lake writes.
     pool = ActorPool(actors * 2)
     pool.holds_natives = resource in cluster.RAY_NATIVE  # type: ignore[attr-defined]
+    pool.resource = resource  # type: ignore[attr-defined]
+    pool.actors = actors  # type: ignore[attr-defined]
     return pool, n
 
 
@@ -224,7 +235,8 @@ def verify_candidates(
             if pools is not None:
                 pools[domain] = (pool, n)
     except NoNodeForResource as e:
-        batch = infra_verdicts(candidates, tasks, str(e), verifier.name, verifier.version)
+        version = verifier.version_for(limits)
+        batch = infra_verdicts(candidates, tasks, str(e), verifier.name, version)
         if on_batch:
             on_batch(batch)
         yield from batch
@@ -239,8 +251,66 @@ def verify_candidates(
             list(needed.values()), [(c.task_id, c.code) for c in batch]
         )
 
-    for result in pool.map_unordered(submit, batches):
+    for batch in batches:
+        pool.submit(submit, batch)
+    left = {c.candidate_id for c in candidates}
+    resource = getattr(pool, "resource", verifier.resource)
+    seen = time.monotonic()  # when a node last offered the resource
+    while pool.has_next():
+        try:
+            result = pool.get_next_unordered(timeout=NODE_POLL_S)
+        except TimeoutError:
+            if cluster.slots(resource) > 0:
+                seen = time.monotonic()
+            elif time.monotonic() - seen > settings.node_wait_s:
+                lost = [c for c in candidates if c.candidate_id in left]
+                version = verifier.version_for(limits)
+                wait = settings.node_wait_s
+                batch = _node_lost(domain, resource, lost, tasks, verifier.name, version, wait)
+                _drop_pool(pool, domain, pools)
+                if on_batch:
+                    on_batch(batch)
+                yield from batch
+                return
+            continue
+        seen = time.monotonic()
         verdicts = [Verdict.from_dict(d) for d in result]
+        left.difference_update(v.candidate_id for v in verdicts)
         if on_batch:
             on_batch(verdicts)
         yield from verdicts
+
+
+def _node_lost(
+    domain: str,
+    resource: str,
+    lost: list[Candidate],
+    tasks: dict[str, Task],
+    verifier: str,
+    version: str,
+    wait_s: float,
+) -> list[Verdict]:
+    """Verdicts for the candidates whose node was lost and not replaced in time: the
+    version the pending query selects by (a partial run's own), so they are redone."""
+    reason = (
+        f"the Ray node verifying these {domain} candidates was lost and no node offering "
+        f"`{resource}` came back within {wait_s:.0f} s (--node-wait): a machine fault, "
+        "not the candidate's; the next run verifies them again"
+    )
+    log.warning("%d %s candidates: %s", len(lost), domain, reason)
+    return [
+        infra_verdict(
+            tasks[c.task_id], c.candidate_id, verifier, version, "node_lost", "schedule", reason
+        )
+        for c in lost
+    ]
+
+
+def _drop_pool(pool: ActorPool, domain: str, pools: dict | None) -> None:
+    """Stop a pool's actors (waiting to restart on a node that is gone) and forget it, so
+    the next call for the domain starts over: actors if a node is back, else at once the
+    infra verdicts of a resource no node offers."""
+    for actor in getattr(pool, "actors", ()):
+        ray.kill(actor, no_restart=True)
+    if pools is not None and pools.get(domain, (None,))[0] is pool:
+        del pools[domain]

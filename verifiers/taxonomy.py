@@ -182,6 +182,10 @@ CODES: dict[str, tuple[str, str]] = {
         "the firmware polls a register the emulator does not model: an emulator limit",
     ),
     "gpu_memory": (INFRA, "the GPU had no room for the job (other jobs held the card)"),
+    "node_lost": (
+        INFRA,
+        "the Ray node verifying it was lost and no node offering its resource came back",
+    ),
 }
 
 

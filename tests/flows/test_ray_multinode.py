@@ -59,13 +59,15 @@ def ray_nodes():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def crucible_run(cluster: LocalCluster, lake: Path, catalog: Path) -> subprocess.Popen:
+def crucible_run(
+    cluster: LocalCluster, lake: Path, catalog: Path, *extra: str, stages: str = "generate,verify"
+) -> subprocess.Popen:
     """The pipeline as a user runs it against a cluster: the CLI with RAY_ADDRESS set.
     Small batches and commits, so a node loss lands between commits."""
     env = dict(os.environ, RAY_ADDRESS=cluster.address)
     cmd = [sys.executable, "-m", "flows.cli", "run", "--lake", str(lake), "--tasks", str(catalog)]
-    cmd += ["--domain", "rtl", "--domain", "cad", "--stages", "generate,verify", "--fast"]
-    cmd += ["--repair-rounds", "0", "--batch-size", "2", "--commit-every", "4"]
+    cmd += ["--domain", "rtl", "--domain", "cad", "--stages", stages, "--fast"]
+    cmd += ["--repair-rounds", "0", "--batch-size", "2", "--commit-every", "4", *extra]
     return subprocess.Popen(
         cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -150,6 +152,40 @@ def test_an_eda_node_killed_mid_run_and_restarted_loses_and_doubles_nothing(
     host = socket.gethostname()
     nodes = dict(q(lake, "SELECT domain, list(DISTINCT node) FROM verdicts GROUP BY domain"))
     assert nodes == {"rtl": [f"{host}/{EDA}"], "cad": [f"{host}/{CAD}"]}
+
+
+def test_a_node_that_does_not_come_back_in_time_leaves_infra_verdicts_the_next_run_redoes(
+    ray_nodes, catalog, baseline, tmp_path
+):
+    """With the eda node gone for good, the run does not wait forever: after --node-wait
+    the unfinished rtl candidates get `node_lost` verdicts (the machine's fault, never a
+    label) and the run ends; cad is untouched. Once the node is back, the next run
+    verifies them again and the lake holds exactly the rows of an uninterrupted run."""
+    lake = tmp_path / "lake"
+    # references checked and candidates made first, so the loss lands in the verify stage
+    # (an unchecked reference is not stored: its task is checked again next run)
+    finish(crucible_run(ray_nodes, lake, catalog, stages="generate"))
+    proc = crucible_run(ray_nodes, lake, catalog, "--node-wait", "3")
+    try:
+        _busy(ray_nodes, EDA, time.monotonic() + 240)
+        assert proc.poll() is None, "the run ended before the node could be killed"
+        ray_nodes.kill(EDA)
+        out = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        ray_nodes.restart(EDA)
+    by = q(lake, "SELECT domain, code, count(*) FROM verdicts WHERE status = 'infra_error' "
+                 "GROUP BY ALL ORDER BY ALL")  # fmt: skip
+    assert by and {(d, c) for d, c, _ in by} == {("rtl", "node_lost")}, (by, out[-3000:])
+    feedback = q(lake, "SELECT any_value(feedback) FROM verdicts WHERE code = 'node_lost'")
+    assert "--node-wait" in feedback[0][0] and "next run" in feedback[0][0]
+    finish(crucible_run(ray_nodes, lake, catalog))
+    # every candidate's outcome is the uninterrupted run's (an infra verdict is history,
+    # never an outcome: latest_verdicts ranks it below any other)
+    latest = "SELECT candidate_id, status, code FROM latest_verdicts ORDER BY candidate_id"
+    assert q(lake, latest) == q(baseline, ROWS)
 
 
 def test_outside_ray_or_on_an_unnamed_node_a_verdict_names_the_host():
