@@ -36,6 +36,7 @@ from flows.options import (
     domain_option,
     is_user_error,
     known_domains,
+    lake_text,
     limits_for,
     open_lake,
     parse_mix,
@@ -475,7 +476,7 @@ def repair(
         for f in files:
             con.print(f"{table}: {f} {'missing' if dry_run else 'dropped (missing)'}")
     verb = "missing" if dry_run else "dropped"
-    con.print(f"repair: {total} data file(s) {verb}; lake {_shown(lake)}")
+    con.print(f"repair: {total} data file(s) {verb}; lake {lake_text(lake)}")
 
 
 @app.command()
@@ -616,13 +617,6 @@ def _progress(con) -> Progress:
     )
 
 
-def _shown(lake: Path) -> str:
-    """The lake root as the user wrote it (`s3://`, which typer's Path makes `s3:/`)."""
-    from lake.objectstore import display
-
-    return display(lake)
-
-
 def _print_result(con, result: dict, lake: Path) -> None:
     for e in result["refused"]:
         con.print(f"[bold red]refused task[/] {e}")
@@ -633,7 +627,7 @@ def _print_result(con, result: dict, lake: Path) -> None:
         f"{c.get('generated', 0)} candidates generated, {verified} verified in {vsec:.1f}s "
         f"({verified / max(vsec, 1e-9):.1f}/s), {c.get('repair_candidates', 0)} repairs, "
         f"{c.get('trajectories_written', 0)} trajectories, total {result['seconds']:.1f}s; "
-        f"lake {_shown(lake)}"
+        f"lake {lake_text(lake)}"
     )
     if c.get("worker_restarts"):
         by = c.get("worker_restarts_by_resource") or {}
@@ -799,7 +793,7 @@ def pending(
         if unknown:
             raise typer.BadParameter(
                 f"no {domain} task named {', '.join(map(repr, unknown))} in lake "
-                f"{_shown(lake)} (or its reference fails); "
+                f"{lake_text(lake)} (or its reference fails); "
                 "`crucible sql 'SELECT name FROM tasks'` lists them",
                 param_hint="--task",
             )
@@ -881,7 +875,7 @@ def ingest(
     typer.echo(
         f"ingest {result.run_id[:12]}: {result.added} added, {result.present} already "
         f"present, {len(result.refused)} refused ({result.read} lines, "
-        f"{result.seconds:.1f}s); lake {_shown(lake)}"
+        f"{result.seconds:.1f}s); lake {lake_text(lake)}"
     )
     if result.refused:
         raise typer.Exit(1)
@@ -1116,7 +1110,7 @@ def show(
         duck.close()
     ids = sorted({r["candidate_id"] for r in rows})
     if not ids:
-        con.print(f"no candidate {candidate!r} in lake {_shown(lake)}")
+        con.print(f"no candidate {candidate!r} in lake {lake_text(lake)}")
         raise typer.Exit(1)
     if len(ids) > 1:
         raise typer.BadParameter(
@@ -1308,7 +1302,7 @@ def _sql_shell(duck, con, lake: Path, fmt: str, wide: bool) -> int:
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
         con.print(
-            f"DuckDB on lake {escape(_shown(lake))}: every table and view is ready. End a "
+            f"DuckDB on lake {escape(lake_text(lake))}: every table and view is ready. End a "
             "statement with `;`; `.tables`, `.queries`, `.help`, `.quit` or Ctrl-D."
         )
     failed = 0

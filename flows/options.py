@@ -295,7 +295,7 @@ class RunOptions:
             }
         if _is_url(self.lake) and self.export_dir is None and "export" in parse_stages(self.stages):
             raise typer.BadParameter(
-                f"{_url_text(self.lake)} is on an object store: exports are written to a local "
+                f"{lake_text(self.lake)} is on an object store: exports are written to a local "
                 "directory; pass one with --export-dir",
                 param_hint="--export-dir",
             )
@@ -512,10 +512,12 @@ def _is_url(lake: Path | str) -> bool:
     return is_url(lake)
 
 
-def _url_text(lake: Path | str) -> str:
-    """`s3://b/p` as the user wrote it, also from the `s3:/b/p` a Path makes of it."""
-    text = str(lake)
-    return text if "://" in text else text.replace(":/", "://", 1)
+def lake_text(lake: Path | str) -> str:
+    """A lake root as the user wrote it: `s3://b/p`, also from the `s3:/b/p` typer's Path
+    makes of it; a local path as it is."""
+    from lake.objectstore import display
+
+    return display(lake)
 
 
 def check_lake_exists(lake: Path) -> None:
@@ -564,7 +566,7 @@ def check_export_target(out: Path, name: str) -> None:
     export under an object-store lake (the default `<lake>/exports` of an s3:// lake)."""
     if _is_url(out):
         raise typer.BadParameter(
-            f"{_url_text(out)} is on an object store: exports are written to a local "
+            f"{lake_text(out)} is on an object store: exports are written to a local "
             "directory; pass one with --out",
             param_hint="--out",
         )

@@ -57,12 +57,11 @@ def is_url(root: str | os.PathLike[str]) -> bool:
 def display(root: str | os.PathLike[str]) -> str:
     """A lake root as a person writes it: `s3://bucket/prefix` even where pathlib made it
     `s3:/bucket/prefix` (the CLI's --lake is a Path), a local path as it is."""
-    if not is_url(root):
-        return os.fspath(root)
-    try:
-        return parse_url(root).url
-    except ObjectStoreError:
-        return os.fspath(root)
+    text = os.fspath(root)
+    if not is_url(text):
+        return text
+    m = _URL.match(text)
+    return f"{m['scheme']}://{m['rest']}".rstrip("/")
 
 
 @dataclass(frozen=True)
