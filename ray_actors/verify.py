@@ -123,12 +123,32 @@ def actor_settings(domain: str, resource: str, given: Mapping[str, Any] | None) 
     return out
 
 
+class VerifierPool(ActorPool):
+    """A domain's actors, each in the pool twice: a second batch already waits in an
+    actor's queue while the driver takes in the first one's verdicts (an actor runs one
+    call at a time), so the actors never idle on the driver's lake writes."""
+
+    def __init__(self, actors: list, resource: str):
+        super().__init__(actors * 2)
+        self.actors, self.resource = actors, resource
+
+    @property
+    def holds_natives(self) -> bool:
+        """Whether its actors hold CPUs or GPUs (not a toolchain resource)."""
+        return self.resource in cluster.RAY_NATIVE
+
+    def stop(self) -> None:
+        """Stop the actors for good (e.g. waiting to restart on a node that is gone)."""
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+
+
 def make_pool(
     domain: str,
     limits: Limits,
     settings: PoolSettings,
     verifier_settings: Mapping[str, Any] | None = None,
-) -> tuple[ActorPool, int]:
+) -> tuple[VerifierPool, int]:
     """Actors for `domain` on the nodes offering its resource; `verifier_settings` is the
     dict each actor's verifier is built with (see `actor_settings`)."""
     verifier = get_verifier(domain, verifier_settings)
@@ -163,23 +183,16 @@ def make_pool(
     actors = [
         actor_cls.remote(domain, limits.to_dict(), chosen, settings.backend) for _ in range(n)
     ]
-    # Each actor appears twice, so a second batch already waits in its queue while the
-    # driver takes in the first one's verdicts (an actor runs one call at a time): the
-    # actors never idle on the driver's lake writes.
-    pool = ActorPool(actors * 2)
-    pool.holds_natives = resource in cluster.RAY_NATIVE  # type: ignore[attr-defined]
-    pool.resource = resource  # type: ignore[attr-defined]
-    pool.actors = actors  # type: ignore[attr-defined]
-    return pool, n
+    return VerifierPool(actors, resource), n
 
 
-def _release_natives(pools: dict[str, tuple[ActorPool, int]]) -> None:
+def _release_natives(pools: dict[str, tuple[VerifierPool, int]]) -> None:
     """Drop the kept pools whose actors hold CPUs or GPUs (`cpu` / `GPU` verifiers, CPU
     fallbacks): another domain's new pool may need the same ones, and would wait for them
     forever while they sit idle here. Toolchain-resource pools take no CPU and stay warm."""
     for other in list(pools):
         pool, _ = pools[other]
-        if getattr(pool, "holds_natives", False):
+        if pool.holds_natives:
             del pools[other]  # the last handle gone, Ray stops its actors
 
 
@@ -194,13 +207,17 @@ class NoNodeForResource(RuntimeError):
 
 
 def infra_verdicts(
-    cands: Iterable[Candidate], tasks: dict[str, Task], reason: str, verifier: str, version: str
+    cands: Iterable[Candidate],
+    tasks: dict[str, Task],
+    code: str,
+    reason: str,
+    verifier: str,
+    version: str,
 ) -> list[Verdict]:
-    """What work for a resource no node has becomes: reported at once, never left pending."""
+    """What work no node can do becomes (`tool_missing`: no node has the resource;
+    `node_lost`: its node went and none came back): reported, never left pending."""
     return [
-        infra_verdict(
-            tasks[c.task_id], c.candidate_id, verifier, version, "tool_missing", "schedule", reason
-        )
+        infra_verdict(tasks[c.task_id], c.candidate_id, verifier, version, code, "schedule", reason)
         for c in cands
     ]
 
@@ -212,7 +229,7 @@ def verify_candidates(
     limits: Limits,
     settings: PoolSettings,
     on_batch: Callable[[list[Verdict]], None] | None = None,
-    pools: dict[str, tuple[ActorPool, int]] | None = None,
+    pools: dict[str, tuple[VerifierPool, int]] | None = None,
     verifier_settings: Mapping[str, Any] | None = None,
 ) -> Iterator[Verdict]:
     """Verify on the cluster, yielding verdicts as batches finish (order not kept).
@@ -225,6 +242,7 @@ def verify_candidates(
     if not candidates:
         return
     verifier = get_verifier(domain, verifier_settings)
+    version = verifier.version_for(limits)  # what this call's verdicts carry
     try:
         if pools is not None and domain in pools:
             pool, n = pools[domain]
@@ -235,8 +253,7 @@ def verify_candidates(
             if pools is not None:
                 pools[domain] = (pool, n)
     except NoNodeForResource as e:
-        version = verifier.version_for(limits)
-        batch = infra_verdicts(candidates, tasks, str(e), verifier.name, version)
+        batch = infra_verdicts(candidates, tasks, "tool_missing", str(e), verifier.name, version)
         if on_batch:
             on_batch(batch)
         yield from batch
@@ -254,20 +271,22 @@ def verify_candidates(
     for batch in batches:
         pool.submit(submit, batch)
     left = {c.candidate_id for c in candidates}
-    resource = getattr(pool, "resource", verifier.resource)
     seen = time.monotonic()  # when a node last offered the resource
     while pool.has_next():
         try:
             result = pool.get_next_unordered(timeout=NODE_POLL_S)
         except TimeoutError:
-            if cluster.slots(resource) > 0:
+            if cluster.slots(pool.resource) > 0:
                 seen = time.monotonic()
             elif time.monotonic() - seen > settings.node_wait_s:
                 lost = [c for c in candidates if c.candidate_id in left]
-                version = verifier.version_for(limits)
-                wait = settings.node_wait_s
-                batch = _node_lost(domain, resource, lost, tasks, verifier.name, version, wait)
-                _drop_pool(pool, domain, pools)
+                reason = _node_lost(domain, pool.resource, len(lost), settings.node_wait_s)
+                batch = infra_verdicts(lost, tasks, "node_lost", reason, verifier.name, version)
+                # the next call for the domain starts over: actors if a node is back,
+                # else at once the infra verdicts of a resource no node offers
+                pool.stop()
+                if pools is not None:
+                    pools.pop(domain, None)
                 if on_batch:
                     on_batch(batch)
                 yield from batch
@@ -281,36 +300,12 @@ def verify_candidates(
         yield from verdicts
 
 
-def _node_lost(
-    domain: str,
-    resource: str,
-    lost: list[Candidate],
-    tasks: dict[str, Task],
-    verifier: str,
-    version: str,
-    wait_s: float,
-) -> list[Verdict]:
-    """Verdicts for the candidates whose node was lost and not replaced in time: the
-    version the pending query selects by (a partial run's own), so they are redone."""
+def _node_lost(domain: str, resource: str, n: int, wait_s: float) -> str:
+    """Why `n` candidates get `node_lost` verdicts (logged once, recorded in each)."""
     reason = (
         f"the Ray node verifying these {domain} candidates was lost and no node offering "
         f"`{resource}` came back within {wait_s:.0f} s (--node-wait): a machine fault, "
         "not the candidate's; the next run verifies them again"
     )
-    log.warning("%d %s candidates: %s", len(lost), domain, reason)
-    return [
-        infra_verdict(
-            tasks[c.task_id], c.candidate_id, verifier, version, "node_lost", "schedule", reason
-        )
-        for c in lost
-    ]
-
-
-def _drop_pool(pool: ActorPool, domain: str, pools: dict | None) -> None:
-    """Stop a pool's actors (waiting to restart on a node that is gone) and forget it, so
-    the next call for the domain starts over: actors if a node is back, else at once the
-    infra verdicts of a resource no node offers."""
-    for actor in getattr(pool, "actors", ()):
-        ray.kill(actor, no_restart=True)
-    if pools is not None and pools.get(domain, (None,))[0] is pool:
-        del pools[domain]
+    log.warning("%d %s candidates: %s", n, domain, reason)
+    return reason
