@@ -8,8 +8,11 @@
 # are (a user with a registry builds them unchanged). Each image is then labelled with its
 # tool versions (org.crucible.toolchain.<tool>=<version>), read from the file its build
 # wrote (/etc/crucible/toolchain.json, the probe verdicts record): LABEL cannot hold a
-# value computed during the build, so a second, label-only build does. Idempotent: the
-# layers are cached, and an image whose labels already match its build is left alone.
+# value computed during the build, so a second, label-only build does. Content-keyed: each
+# image is labelled with the sha256 of everything its build reads (org.crucible.inputs:
+# its Dockerfile, the build context less .dockerignore, the base image's id; see
+# infra/images/inputs.py), and an image whose label is the tree's key is not built again
+# (no engine build at all); otherwise the layers are cached as usual.
 # Env: CRUCIBLE_ENGINE=podman|docker, CRUCIBLE_BASE_TAR=rootfs.tar (reuse a made base).
 set -euo pipefail
 
@@ -80,12 +83,19 @@ label_of() {
 
 build_one() {
   local image=$1 tag="crucible-$1:$version" plain="crucible-$1:$version-unlabelled"
-  local start=$SECONDS
-  say "building $tag (infra/images/$image/Dockerfile)"
+  local start=$SECONDS inputs
+  inputs=$(python3 infra/images/inputs.py "infra/images/$image/Dockerfile" \
+    --base-id "$(image_id "$base")" --root "$root")
+  if [ -n "$(image_id "$tag")" ] && [ "$(label_of "$tag" org.crucible.inputs)" = "$inputs" ]; then
+    say "$tag is up to date: its inputs are unchanged (${inputs:0:12})"
+    return
+  fi
+  say "building $tag (infra/images/$image/Dockerfile, inputs ${inputs:0:12})"
   "${run[@]}" build "${build_opts[@]}" --quiet -f "infra/images/$image/Dockerfile" -t "$plain" . >/dev/null
   local id
   id=$(image_id "$plain")
-  if [ -n "$(image_id "$tag")" ] && [ "$(label_of "$tag" org.crucible.built-from)" = "$id" ]; then
+  if [ -n "$(image_id "$tag")" ] && [ "$(label_of "$tag" org.crucible.built-from)" = "$id" ] \
+    && [ "$(label_of "$tag" org.crucible.inputs)" = "$inputs" ]; then
     say "$tag is up to date ($((SECONDS - start)) s)"
     return
   fi
@@ -106,6 +116,7 @@ PY
   printf 'FROM %s\n' "$plain" >"$tmp/Dockerfile"
   "${run[@]}" build --quiet -f "$tmp/Dockerfile" -t "$tag" \
     --label "org.crucible.built-from=$id" --label "org.crucible.version=$version" \
+    --label "org.crucible.inputs=$inputs" \
     "${labels[@]}" "$tmp" >/dev/null
   rm -rf "$tmp"
   say "built $tag ($((SECONDS - start)) s)"

@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,44 @@ def load_delta(con: duckdb.DuckDBPyConnection, lake: Lake | None = None) -> None
     con.execute(f"LOAD {quote(str(delta_extension_path()))}")
 
 
+_instance_lock = threading.Lock()
+_instances: dict[int, duckdb.DuckDBPyConnection] = {}  # pid -> this process's instance
+
+
+def _instance() -> duckdb.DuckDBPyConnection:
+    """This process's DuckDB instance, the delta extension loaded once. LOAD checks the
+    extension's signature, a hash over its 82 MB: 0.15 s of CPU each time, which per
+    connection was most of what a connection cost (a pipeline run opens a dozen). A
+    connection is a cursor of this instance: the extension and the settings of
+    `load_delta` (all global) are shared, everything else is the cursor's own (its temp
+    views, registered tables). A forked child makes its own: an instance is never used
+    across a fork."""
+    pid = os.getpid()
+    with _instance_lock:
+        con = _instances.get(pid)
+        if con is None:
+            _instances.clear()
+            con = duckdb.connect(":memory:")
+            load_delta(con)
+            _instances[pid] = con
+        return con
+
+
+def new_connection(lake: Lake | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that can `delta_scan` the lake: a cursor of this process's
+    instance for a local lake; for a lake on S3 an instance of its own, with httpfs and
+    the secret that reaches that lake (a secret is instance-wide: never shared)."""
+    if lake is not None and lake.s3 is not None:
+        con = duckdb.connect(":memory:")
+        try:
+            load_delta(con, lake)
+        except BaseException:
+            con.close()
+            raise
+        return con
+    return _instance().cursor()
+
+
 def quote(text: str) -> str:
     """A SQL string literal (for paths and partition values, which cannot be parameters)."""
     return "'" + text.replace("'", "''") + "'"
@@ -86,31 +125,46 @@ def scan(lake: Lake, table: str) -> str:
     return f"delta_scan({quote(lake.table_uri(table))})"
 
 
+_CREATE_VIEW = re.compile(r"\bCREATE\s+OR\s+REPLACE\s+VIEW\b", re.IGNORECASE)
+
+
+def view_sql() -> list[str]:
+    """The `sql/views/` files in name order (views may build on each other: prefix a
+    number to order them)."""
+    return [path.read_text() for path in sorted(VIEWS_DIR.glob("*.sql"))]
+
+
 def connect(
     lake: Lake | str | os.PathLike[str], *, readonly: bool = False, database: str = ":memory:"
 ) -> duckdb.DuckDBPyConnection:
-    """A connection with `raw_<table>` (every row) and `<table>` (one row per id) views.
+    """A connection with `raw_<table>` (every row) and `<table>` (one row per id) views,
+    and every `sql/views/` file's view.
 
-    Given a path, opens the lake (creating it unless `readonly`).
+    Given a path, opens the lake (creating it unless `readonly`). The views are the
+    connection's own (TEMP: gone with it, unseen by any other connection of the process's
+    shared instance, see `_instance`); with a `database` file they are written into it.
 
     The dedupe costs one window over the id column, ~0.14 s per million rows on two cores
     (a plain scan + GROUP BY is ~0.015 s): every exact dedupe has to hash all ids, and this
     is the cheapest form measured (see bench/bench_lake.py).
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake, readonly=readonly)
-    con = duckdb.connect(database)
+    if database == ":memory:":
+        con, kind = new_connection(lake), "TEMP VIEW"
+    else:
+        con, kind = duckdb.connect(database), "VIEW"
     try:
-        load_delta(con, lake)
+        if database != ":memory:":
+            load_delta(con, lake)
         for name, spec in TABLES.items():
-            con.execute(f"CREATE OR REPLACE VIEW raw_{name} AS SELECT * FROM {scan(lake, name)}")
+            con.execute(f"CREATE OR REPLACE {kind} raw_{name} AS SELECT * FROM {scan(lake, name)}")
             con.execute(
-                f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM raw_{name} QUALIFY "
+                f"CREATE OR REPLACE {kind} {name} AS SELECT * FROM raw_{name} QUALIFY "
                 f"row_number() OVER (PARTITION BY {spec.id_column} "
                 f"ORDER BY {spec.order_by}) = 1"
             )
-        # Views may build on each other: files run in name order (prefix a number to order).
-        for path in sorted(VIEWS_DIR.glob("*.sql")):
-            con.execute(path.read_text())
+        for text in view_sql():
+            con.execute(_CREATE_VIEW.sub(f"CREATE OR REPLACE {kind}", text))
     except BaseException:
         con.close()
         raise

@@ -262,8 +262,7 @@ class BatchWriter:
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
-            self._con = duckdb.connect()
-            db.load_delta(self._con, self.lake)
+            self._con = db.new_connection(self.lake)
         return self._con
 
     # --- closing ---------------------------------------------------------------------

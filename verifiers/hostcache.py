@@ -32,10 +32,18 @@ class SealedCache:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)  # an older cache may have been looser
         path = self.dir / ".hmac-key"
-        with contextlib.suppress(FileExistsError):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(os.urandom(32))
+        if not path.exists():
+            # written whole under a temp name, then linked into place: a process that
+            # shares the cache (another verifier, another run on this host) reads the key
+            # whole or not at all; when two make one, the first link wins for both
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".hmac-key.")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(os.urandom(32))
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, path)
+            finally:
+                os.unlink(tmp)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
             secret = f.read(64)

@@ -1,12 +1,11 @@
-"""Fixtures of the adversarial suite: the host's canaries, planted once per test; a local
-Ray and Prefect's test harness for the pipeline case."""
+"""Fixtures of the adversarial suite: the host's canaries, planted once per test (the
+pipeline case's Ray and Prefect harness: tests/sessionfixtures.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.adversarial.harness import close_outside, make_outside
-from tests.flows.conftest import harness  # noqa: F401  (the pipeline case)
 
 
 @pytest.fixture

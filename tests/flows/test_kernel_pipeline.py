@@ -82,11 +82,14 @@ def test_fallback_actors_take_cores_and_start_one_runner_each(harness):
     from ray_actors.verify import make_pool
 
     pool, n = make_pool("triton", Limits(), PoolSettings(workers=1))
-    assert n == 1
-    pool.submit(
-        lambda a, _: a.__ray_call__.remote(
-            lambda self: (self.verifier.settings.workers, self.verifier.domain)
-        ),
-        None,
-    )
-    assert pool.get_next(timeout=60) == (1, "triton")
+    try:
+        assert n == 1
+        pool.submit(
+            lambda a, _: a.__ray_call__.remote(
+                lambda self: (self.verifier.settings.workers, self.verifier.domain)
+            ),
+            None,
+        )
+        assert pool.get_next(timeout=60) == (1, "triton")
+    finally:
+        pool.stop()  # its actor holds a core of the session's cluster

@@ -35,19 +35,33 @@ def test_a_verifier_crash_is_an_infra_verdict_and_the_batch_goes_on(monkeypatch)
     assert out[0]["candidate_id"] == content_id(task.task_id, ref + "// CRASH\n")
 
 
-def _busy_worker_pid(deadline: float) -> int:
-    """The pid of a verifier actor while it is inside `verify_batch` (its process title)."""
+def _busy_actors() -> list[int]:
+    """The pids of this test process's verifier actors inside `verify_batch` (their process
+    title): descendants of this process only (the local Ray it started), never those of
+    another test session running beside it (pytest-xdist's other worker)."""
     import psutil
 
+    busy = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:
+            continue
+        if any("VerifierWorker.verify_batch" in part for part in cmd):
+            busy.append(p.pid)
+    return busy
+
+
+def _busy_worker_pid(deadline: float) -> int:
+    """The pid of a verifier actor while it is inside `verify_batch`."""
     while time.monotonic() < deadline:
-        for p in psutil.process_iter(["cmdline"]):
-            if any("VerifierWorker.verify_batch" in part for part in p.info["cmdline"] or ()):
-                return p.pid
+        if busy := _busy_actors():
+            return busy[0]
         time.sleep(0.02)
     raise AssertionError("no verifier actor became busy")
 
 
-def test_an_actor_killed_mid_batch_loses_nothing(tmp_path):
+def test_an_actor_killed_mid_batch_loses_nothing(tmp_path, own_ray):
     from generators.perturb import generator_for
     from ray_actors import cluster
     from ray_actors.verify import PoolSettings, verify_candidates
@@ -83,7 +97,7 @@ def test_an_actor_killed_mid_batch_loses_nothing(tmp_path):
     assert cands[0].origin == "reference" and ref.passed
 
 
-def test_work_for_a_resource_no_node_has_is_infra_at_once(monkeypatch):
+def test_work_for_a_resource_no_node_has_is_infra_at_once(monkeypatch, own_ray):
     """A verifier pinned to a resource the cluster lacks must not leave actors pending
     forever: its candidates come back at once as infra_error saying what to start."""
     from ray_actors import cluster
@@ -129,11 +143,10 @@ def test_a_new_domain_pool_releases_kept_pools_that_hold_cpus_or_gpus():
     assert sorted(pools) == ["cad", "rtl"]
 
 
-def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent():
+def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent(own_ray):
     """Lost batches are resent without a count (a lost node must not spend them), so the
     bound on a crash loop is the actor's own restarts: 1 + max_restarts attempts, then
     ActorDiedError ends the call rather than a resend forever."""
-    import psutil
     import ray
 
     from generators.perturb import generator_for
@@ -163,11 +176,10 @@ def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent():
         runner.start()
         deadline = time.monotonic() + 240
         while runner.is_alive() and time.monotonic() < deadline:
-            for p in psutil.process_iter(["cmdline"]):
-                cmd = p.info["cmdline"] or ()
-                if p.pid not in killed and any("VerifierWorker.verify_batch" in c for c in cmd):
-                    os.kill(p.pid, signal.SIGKILL)
-                    killed.add(p.pid)
+            for pid in _busy_actors():
+                if pid not in killed:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
             time.sleep(0.02)
         runner.join(timeout=30)
         assert not runner.is_alive(), "the batch was resent forever"

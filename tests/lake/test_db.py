@@ -390,3 +390,67 @@ def test_docs_name_every_view_and_every_shipped_query(lake: Lake) -> None:
         if row is None or set(re.findall(r"\$(\w+)", row.group(1))) != set(params):
             missing.append(f"{name}({', '.join(params)})")
     assert not missing, f"name these in docs/lake.md (queries with their parameters): {missing}"
+
+
+# --- one DuckDB instance per process: the extension loaded once, each connection its own --
+def _fill(lake: Lake, n: int) -> None:
+    task = make_task(f"t{n}")
+    with BatchWriter(lake) as w:
+        w.add_task(task)
+        for i in range(n):
+            w.add_candidate(make_candidate(task, f"// {i}"), "rtl")
+
+
+def test_connections_share_the_instance_and_nothing_else(tmp_path: Path) -> None:
+    a, b = Lake(tmp_path / "a"), Lake(tmp_path / "b")
+    _fill(a, 2)
+    _fill(b, 3)
+    ca, cb, ca2 = db.connect(a), db.connect(b), db.connect(a)
+    try:
+        assert len({id(db._instance()) for _ in range(3)}) == 1  # loaded once, kept
+        # each connection's views are its lake's: two lakes in one process never mix
+        assert ca.execute("SELECT count(*) FROM candidates").fetchall() == [(2,)]
+        assert cb.execute("SELECT count(*) FROM candidates").fetchall() == [(3,)]
+        # what one connection defines or registers, no other sees
+        ca.execute("CREATE OR REPLACE TEMP VIEW mine AS SELECT 1 AS x")
+        ca.register("batch", duckdb.sql("SELECT 7 AS y").arrow())
+        for other in (cb, ca2):
+            with pytest.raises(duckdb.CatalogException):
+                other.execute("SELECT * FROM mine")
+            with pytest.raises(duckdb.CatalogException):
+                other.execute("SELECT * FROM batch")
+        # a closed connection takes only itself: the lake's next connection reads the same
+        ca.close()
+        assert ca2.execute("SELECT count(*) FROM candidates").fetchall() == [(2,)]
+        _fill(a, 4)  # a view reads the latest version at each query
+        assert ca2.execute("SELECT count(*) FROM candidates").fetchall() == [(6,)]
+    finally:
+        for c in (cb, ca2):
+            c.close()
+
+
+def _child_instance(out) -> None:
+    import os
+
+    try:
+        con = db.new_connection()  # DuckDB alone: delta-rs' runtime never survives a fork
+        out.put((sorted(db._instances), os.getpid(), con.execute("SELECT 42").fetchone()))
+    except Exception as e:  # the test reads what went wrong
+        out.put(("error", repr(e), None))
+
+
+def test_a_forked_child_makes_its_own_instance(tmp_path: Path) -> None:
+    import multiprocessing as mp
+    import os
+
+    parent = db.new_connection()  # the parent's instance exists before the fork
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child_instance, args=(out,))
+    child.start()
+    keys, pid, answer = out.get(timeout=60)
+    child.join(timeout=60)
+    assert keys == [pid] and pid != os.getpid() and answer == (42,), (keys, pid, answer)
+    assert sorted(db._instances) == [os.getpid()]  # the parent's own is untouched
+    assert parent.execute("SELECT 1").fetchall() == [(1,)]
+    parent.close()

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
 import pyarrow.parquet as pq
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
-from trl import data_utils as trl_data
 
 from lake.export import KINDS, SCHEMAS, ExportResult
 from tests.lake.export_fixtures import build, run_export
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
+
+# datasets, transformers and TRL are imported by the tests that use them (5 s of imports):
+# a pytest-xdist worker that only collects this module does not pay for them
 
 MESSAGE_KINDS = ("sft_direct", "sft_repair", "sft_optimize")
 # ChatML, with the generation markers `assistant_only_loss` needs
@@ -33,6 +35,9 @@ CHAT_TEMPLATE = (
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
     """One token per byte plus ChatML's specials: lossless, so decoded spans are exact."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
     vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
     for special in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"):
         vocab[special] = len(vocab)
@@ -50,6 +55,14 @@ def tokenizer() -> PreTrainedTokenizerFast:
 
 
 @pytest.fixture(scope="module")
+def trl_data():
+    """TRL's own dataset-format checks (`trl.data_utils`)."""
+    from trl import data_utils
+
+    return data_utils
+
+
+@pytest.fixture(scope="module")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("export_trl")
     s = build(root / "lake")
@@ -60,6 +73,8 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def load(result: ExportResult, kind: str, cache: Path, **kw: Any):
+    import datasets
+
     return datasets.load_dataset(
         str(result.path), name=kind, split="train", cache_dir=str(cache), **kw
     )
@@ -82,6 +97,8 @@ def test_every_config_loads_with_datasets(exports: dict[str, Any]):
 
 
 def test_every_declared_config_loads_and_an_empty_kind_keeps_its_schema(exports: dict[str, Any]):
+    import datasets
+
     partial, cache = exports["partial"], exports["cache"]
     assert partial.counts["sft_optimize"] == 0
     assert all(n > 0 for k, n in partial.counts.items() if k != "sft_optimize")
@@ -109,7 +126,7 @@ def test_every_declared_config_loads_and_an_empty_kind_keeps_its_schema(exports:
 
 
 def test_message_configs_are_trl_conversational_language_modeling(
-    exports: dict[str, Any], tokenizer: PreTrainedTokenizerFast
+    exports: dict[str, Any], tokenizer: PreTrainedTokenizerFast, trl_data
 ):
     full, cache = exports["full"], exports["cache"]
     for kind in MESSAGE_KINDS:
@@ -134,7 +151,7 @@ def test_message_configs_are_trl_conversational_language_modeling(
 
 
 def test_repair_completion_is_the_repair_conversation_trained_on_the_fix_only(
-    exports: dict[str, Any], tokenizer: PreTrainedTokenizerFast
+    exports: dict[str, Any], tokenizer: PreTrainedTokenizerFast, trl_data
 ):
     full, cache = exports["full"], exports["cache"]
     repair = {r["trajectory_id"]: r for r in load(full, "sft_repair", cache)}
@@ -165,7 +182,7 @@ def test_repair_completion_is_the_repair_conversation_trained_on_the_fix_only(
 
 
 def test_dpo_config_is_a_trl_preference_dataset(
-    exports: dict[str, Any], tokenizer: PreTrainedTokenizerFast
+    exports: dict[str, Any], tokenizer: PreTrainedTokenizerFast, trl_data
 ):
     full, cache = exports["full"], exports["cache"]
     ds = load(full, "dpo", cache)

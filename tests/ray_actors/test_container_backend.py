@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,8 +75,16 @@ def docker_url(tmp_path_factory):
         proc.wait()
 
 
+def _podman(*args: str) -> str:
+    out = subprocess.run(["podman", "--runtime", RUNC, *args], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
 def _built(image: str) -> str:
-    """crucible-<image>:<version>, built (or found up to date) by the project's own script."""
+    """crucible-<image>:<version>, built (or found up to date) by the project's own script;
+    the image it leaves is the one this tree builds: its content key (the label
+    org.crucible.inputs) is the key of this tree's Dockerfile, context and base."""
     out = subprocess.run(
         ["bash", str(ROOT / "infra" / "build-images.sh"), image],
         capture_output=True,
@@ -84,7 +93,16 @@ def _built(image: str) -> str:
         check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    return domains.image_tag(image)
+    tag = domains.image_tag(image)
+    base_id = _podman("image", "inspect", "--format", "{{.Id}}", "debian:bookworm-slim")
+    key = subprocess.run(
+        [sys.executable, str(ROOT / "infra/images/inputs.py"),
+         str(ROOT / "infra/images" / image / "Dockerfile"), "--base-id", base_id],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    label = '{{ index .Config.Labels "org.crucible.inputs" }}'
+    assert _podman("image", "inspect", "--format", label, tag) == key, out.stderr[-2000:]
+    return tag
 
 
 @pytest.fixture(scope="session")
@@ -254,7 +272,7 @@ def test_cli_refuses_an_unknown_backend(tmp_path):
 
 
 @needs_podman
-def test_ray_actors_verify_in_the_container(docker_url, eda_image, monkeypatch):
+def test_ray_actors_verify_in_the_container(docker_url, eda_image, monkeypatch, own_ray):
     """`PoolSettings(backend="container")`: the actors' workers run in the node image (the
     actors find the engine through DOCKER_HOST, inherited from the driver)."""
     from ray_actors import cluster

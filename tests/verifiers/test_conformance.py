@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.verifiers.conformance import (
+    HANG_LIMITS,
     INFRA_TEXT,
     SLOW_LIMITS,
     ConformanceCases,
@@ -127,7 +128,13 @@ class CudaFixtures(_KernelFixtures):
         # the CPU path runs the candidate's Python only to load it and dry-run forward
         return self._hostile().in_init("i = 0\n        while i >= 0:\n            i = i + 1")
 
-    # no sleeper: it could only block while loading (the hang's 60 s build deadline);
+    def hang_verifier(self):
+        # the load runs under the build deadline, max(3 x Limits.timeout_s, the compile
+        # floor): with the default floor the busy loop would spin a whole minute
+        floor = 3 * HANG_LIMITS["timeout_s"]
+        return registry.get_verifier(self.domain, settings={"compile_timeout_s": floor})
+
+    # no sleeper: it could only block while loading (the hang's build deadline);
     # Triton's, on the same runner, stands for both
 
     def flood(self) -> str:

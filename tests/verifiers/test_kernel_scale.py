@@ -298,14 +298,18 @@ def test_an_over_limit_extension_launch_is_launch_exceeds_limit_on_any_node():
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not installed")
-    code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py").read_text()
+    # the launch in a plain launcher of the CUDA file: the build compiles the torch headers
+    # once (the binding), not twice (nvcc over them too, as relu_extension.py does)
+    code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension_launcher.py").read_text()
+    assert "block = 256" in code
     task = load_task(ROOT / "tasks/cuda/relu")
     v = CudaVerifier(device="cpu", workers=1)
     try:
         bad = v.verify(task, code.replace("block = 256", "block = 2048"), Limits(gates=CPU_GATES))
         assert bad.status is Status.RUNTIME_ERROR and bad.code == "launch_exceeds_limit"
         assert "2048" in bad.feedback and "1024" in bad.feedback
-        # (the same fixture at 256 threads passes compile and launch:
+        assert [c.name for c in bad.checks if c.ok][-1] == "compile"  # it built, then this
+        # (a fixture at 256 threads passes compile and launch:
         # test_kernels.py::test_extension_path_compiles_against_torch_headers)
     finally:
         v.close()
