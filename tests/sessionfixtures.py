@@ -94,6 +94,16 @@ def harness(local_ray, _prefect_session):
     yield
 
 
+@pytest.fixture(scope="module")
+def prefect_api(_prefect_session) -> str:
+    """The session's Prefect API URL, for `crucible` commands run as subprocesses whose
+    test is about something else (a Ray cluster): with PREFECT_API_URL set they report to
+    it instead of each starting an ephemeral server (~8 s of CPU a command)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value()
+
+
 @pytest.fixture
 def own_ray():
     """For a test that starts a cluster of its own shape with `cluster.start`: whatever

@@ -182,6 +182,8 @@ class Context:
                     "workdir": str(self.workdir),
                     "argv": list(argv),
                     "seconds": res.seconds,
+                    # the tree's CPU (wait4's rusage): what the run cost whatever the load
+                    "cpu_s": res.stop.usage.cpu_s if res.stop and res.stop.usage else None,
                     "rc": res.returncode,
                 }
             )
@@ -251,7 +253,7 @@ class Verifier:
         self.settings = settings_for(getattr(self, "domain", ""), settings, **overrides)
         self._toolchain: dict[str, str] | None = None
         # Debugging and benchmarks: keep each candidate's work dir under this root and
-        # record every tool run (argv, seconds) in `self.trace`.
+        # record every tool run (argv, seconds, CPU seconds) in `self.trace`.
         self.keep_workdirs = keep_workdirs
         self.trace: list[dict[str, Any]] | None = [] if keep_workdirs else None
 

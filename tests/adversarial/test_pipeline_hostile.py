@@ -115,6 +115,8 @@ def _export_rows(tmp: Path, lake: Path) -> dict[str, list[str]]:
 
 
 def test_one_hostile_answer_changes_no_other_verdict_nor_the_export(tmp_path, harness):
+    """Over 30 s: two whole CAD pipeline runs (clean, then with the hostile answer) to
+    compare, every candidate through OCC booleans and rendered."""
     root = tmp_path / "catalog"
     for n in NAMES:
         shutil.copytree(ROOT / "tasks" / "cad" / n, root / "cad" / n)

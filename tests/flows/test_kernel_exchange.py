@@ -80,6 +80,8 @@ def exchanged(tmp_path_factory):
 
 
 def test_pending_writes_one_worker_line_per_candidate(exchanged):
+    """Over 30 s with its set-up: the module's lake (ingest and generate of two Triton
+    tasks) and a real `python -m verifiers.triton` worker over every candidate."""
     lake, root, work, _, n_cand = exchanged
     lines = [json.loads(x) for x in work.read_text().splitlines()]
     assert len(lines) == n_cand

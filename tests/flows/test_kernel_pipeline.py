@@ -36,6 +36,8 @@ def by_origin(lake: Path) -> dict[str, list[tuple[str, str]]]:
 
 
 def test_triton_pipeline_on_cpu_then_cpu_gates_pass_the_reference(tmp_path, harness, caplog):
+    """Over 30 s: every candidate's correctness trials twice in Triton's interpreter (the
+    full run, then the CPU-gates run), at ~1 ms a program instance."""
     assert cluster.slots("GPU") == 0, "this test is for a machine without a GPU"
     root = tmp_path / "catalog"
     for n in NAMES:

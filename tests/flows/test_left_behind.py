@@ -66,6 +66,8 @@ def _scratch_left(scratch: Path) -> list[str]:
 
 
 def test_a_sigkilled_run_leaves_nothing_and_the_rerun_finishes(tmp_path, scratch):
+    """Over 30 s: two whole `crucible run` commands, each starting its own Prefect server
+    and Ray cluster (that the reaper sweeps is the point), one killed mid-verify."""
     root = catalog_subset(tmp_path, NAMES)
     lake = tmp_path / "lake"
     token = f"test{secrets.token_hex(6)}"

@@ -42,6 +42,7 @@ def test_holdout_fixture_is_a_holdout_task():
 
 
 def test_pipeline_end_to_end_then_rerun_adds_nothing(tmp_path, harness):
+    """Over 30 s: two whole pipeline runs (every stage, four tasks, two repair rounds)."""
     root = catalog_subset(tmp_path, (*NAMES, HOLDOUT))
     lake = tmp_path / "lake"
     settings = settings_for(lake, root)
@@ -113,6 +114,8 @@ def _commits(lake: Path, table: str) -> int:
 
 
 def test_a_run_killed_mid_verify_resumes_to_the_same_lake(tmp_path, harness):
+    """Over 30 s: three runs, the uninterrupted one, a `crucible run` command killed
+    mid-verify (its own Prefect and Ray start) and the resume."""
     root = catalog_subset(tmp_path)
     stages = ("generate", "verify", "repair")
     # the reference: one uninterrupted run

@@ -233,6 +233,8 @@ def _scheduled_run_completed(served: dict, timeout_s: float = 480):
 
 
 def test_a_scheduled_pipeline_run_completes_on_a_postgres_backed_server(served, postgres):
+    """Over 30 s: a PostgreSQL cluster, `crucible server` on it, and a deployment's
+    scheduled run picked up by its worker and carried out whole."""
     printed = served["printed"]
     assert PASSWORD not in printed, printed
     assert f"database: postgresql+asyncpg://crucible:***@127.0.0.1:{postgres['port']}" in printed

@@ -44,6 +44,14 @@ def catalog(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report_to_the_sessions_prefect(prefect_api):
+    """The runs report to the session's Prefect server (what this module tests is Ray)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_API_URL", prefect_api)
+        yield
+
+
 @pytest.fixture(scope="module")
 def ray_nodes():
     if shutil.which("iverilog") is None or shutil.which("bwrap") is None:
@@ -99,6 +107,8 @@ def test_the_cluster_is_three_ray_start_nodes_with_their_own_resources(ray_nodes
 
 
 def test_each_verdict_names_its_ray_node_and_runs_where_its_resource_is(baseline):
+    """Over 30 s with its set-up: the module's uninterrupted `crucible run` (the rows the
+    node-loss cases must end with) on the three-node cluster."""
     host = socket.gethostname()
     by = dict(
         ((d, n), k)
@@ -127,6 +137,8 @@ def _busy(cluster: LocalCluster, name: str, deadline: float) -> None:
 def test_an_eda_node_killed_mid_run_and_restarted_loses_and_doubles_nothing(
     ray_nodes, catalog, baseline, tmp_path
 ):
+    """Over 30 s: a `crucible run` against the three-node cluster, with a node killed,
+    noticed (8 s of missed health checks, as a real lost node) and started again."""
     lake = tmp_path / "lake"
     proc = crucible_run(ray_nodes, lake, catalog)
     try:

@@ -126,6 +126,8 @@ def ran(server):
 
 
 def test_a_verbose_run_logs_to_the_server_and_keeps_http_lines_off_the_console(server, ran):
+    """Over 30 s with its set-up: `crucible server` started, and a `crucible run -v`
+    command against it, each its own process."""
     console = ran["stdout"] + ran["stderr"]
     assert "INFO ray_actors.verify: verifying" in console
     for noise in ("httpx", "httpcore", "HTTP Request"):

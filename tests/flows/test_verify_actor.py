@@ -47,9 +47,20 @@ def _busy_actors() -> list[int]:
             cmd = p.cmdline()
         except psutil.Error:
             continue
-        if any("VerifierWorker.verify_batch" in part for part in cmd):
+        if any("VerifierWorker.verify_batch" in part for part in cmd) and not _forked(p):
             busy.append(p.pid)
     return busy
+
+
+def _forked(p) -> bool:
+    """A child the actor forked (a tool's Popen) shows the actor's title until it execs."""
+    import psutil
+
+    try:
+        parent = p.parent()
+        return parent is not None and any("VerifierWorker" in x for x in parent.cmdline())
+    except psutil.Error:
+        return True  # its parent is gone: not a live actor's own process
 
 
 def _busy_worker_pid(deadline: float) -> int:

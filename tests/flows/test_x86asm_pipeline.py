@@ -37,6 +37,8 @@ def _rows(export: Path, kind: str) -> list[dict]:
 
 
 def test_x86asm_pipeline_end_to_end_then_rerun_adds_nothing(tmp_path, harness):
+    """Over 30 s on a loaded machine: two whole pipeline runs, every candidate timed with
+    callgrind and its wall-clock rounds."""
     root = tmp_path / "catalog"
     for n in NAMES:
         shutil.copytree(ROOT / "tasks" / "x86asm" / n, root / "x86asm" / n)

@@ -240,6 +240,16 @@ class DomainFixtures:
         self.seen.append(v)
         return v
 
+    def verify_hang(self, code: Any, limits: Limits, verifier, tries: int = 3) -> Verdict:
+        """`verify` under a tight wall clock, again while the verdict is the machine's
+        (`infra_error machine_slow`: starved, as a loaded test machine starves a 2 s run,
+        which the pipeline retries too); what the last try says is asserted."""
+        for _ in range(tries):
+            v = self.verify(code, limits, verifier)
+            if (v.status, v.code) != (Status.INFRA_ERROR, "machine_slow"):
+                break
+        return v
+
     def reference_verdict(self) -> Verdict:
         if self._reference_verdict is None:
             self._reference_verdict = self.verify(self.reference())
@@ -404,7 +414,7 @@ class ConformanceCases:
     # 3. a hang is timeout
     def test_hang_is_timeout(self, fx, outside):
         verifier = fx.hang_verifier()
-        v = fx.verify(outside.fill(fx.hang()), fx.limits(**HANG_LIMITS), verifier)
+        v = fx.verify_hang(outside.fill(fx.hang()), fx.limits(**HANG_LIMITS), verifier)
         assert v.status is Status.TIMEOUT, show(v)
         contained(outside, v, harness.LIMITS, verifier)
         after_hostile(fx, verifier)
@@ -416,7 +426,7 @@ class ConformanceCases:
         if code is None:
             pytest.skip(f"no sleeping candidate for {fx.domain} (see its fixtures)")
         verifier = fx.past_static_gate() or fx.verifier()
-        v = fx.verify(outside.fill(code), fx.limits(**HANG_LIMITS), verifier)
+        v = fx.verify_hang(outside.fill(code), fx.limits(**HANG_LIMITS), verifier)
         assert v.status is Status.TIMEOUT, show(v)
         contained(outside, v, harness.LIMITS, verifier)
         after_hostile(fx, verifier)

@@ -476,6 +476,8 @@ def test_cuda_reference_compiles_for_sm90(cuda_v, name):
 
 
 def test_extension_path_compiles_against_torch_headers(cuda_v, relu_c):
+    """Over 30 s: a real load_inline build, nvcc and g++ over the torch headers (~70 s of
+    CPU), the KernelBench-style layout whose CUDA file includes torch/extension.h."""
     code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py").read_text()
     v = cuda_v.verify(relu_c, code)
     assert v.metrics["path"] == "extension"

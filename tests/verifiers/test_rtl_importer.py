@@ -317,6 +317,43 @@ def test_costs_are_quantized_so_a_reimport_writes_the_same_task():
     assert quantize_cost(5.7) == quantize_cost(7.9) == 8.0
 
 
+@needs_iverilog
+@needs_yosys
+def test_a_loaded_machine_measures_the_same_cost(tmp_path: Path):
+    """The reference's cost per gate is its tool runs' CPU, not their wall time: with three
+    busy loops on the one core it runs on, its simulation takes ~4x the wall and the task
+    records the same cost (a re-import under load must write the same task.toml)."""
+    import os
+    import sys
+
+    from verifiers.rtl.importer import check_reference, quantize_cost
+
+    src = _copy_fixtures(tmp_path / "src")
+    tb = src / "Prob020_count10_test.sv"  # 160k cycles, ~0.7 s of CPU: recorded as 1.0
+    text = tb.read_text().replace("repeat(400) @", "repeat(160000) @")
+    tb.write_text(text.replace("#1000000\n", "#1000000000\n"))  # its 100k-cycle timeout
+    task_dir = import_verilogeval(src, tmp_path / "rtl", check=False)[1]
+    assert task_dir.name == "Prob020_count10"
+    mine = os.sched_getaffinity(0)
+    core = {min(mine)}
+    os.sched_setaffinity(0, core)  # this thread, and the tools it starts
+    # started after the pinning: on the same core; each in a session (an autogroup) of its
+    # own, as the sandbox's tools are, so that the scheduler shares the core four ways
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(3)
+    ]
+    try:
+        cost, sim_wall = check_reference(task_dir)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+        os.sched_setaffinity(0, mine)
+    assert cost == {"simulate": 1.0}, cost
+    assert quantize_cost(sim_wall) >= 2.0, f"the load did not slow it down ({sim_wall:.2f} s)"
+
+
 def test_budgets_follow_the_references_cost():
     import dataclasses
 

@@ -275,10 +275,10 @@ class ReferenceFails(ValueError):
 
 def check_reference(task_dir: Path) -> tuple[dict[str, float], float]:
     """Load the task as the catalog does and verify its reference with every gate, as a
-    candidate would be: the reference's measured seconds per gate (quantized, only those
-    worth recording) and its simulation's own seconds. Raises TaskSpecError (the loader
-    refuses it), ReferenceFails (it fails its own harness) or RuntimeError (the machine
-    could not check it)."""
+    candidate would be: the reference's CPU seconds per gate (its tool runs', quantized,
+    only those worth recording) and its simulation's own wall seconds. Raises
+    TaskSpecError (the loader refuses it), ReferenceFails (it fails its own harness) or
+    RuntimeError (the machine could not check it)."""
     from verifiers.catalog import load_task
     from verifiers.contract import Limits
     from verifiers.rtl.spec import COST_GATES
@@ -289,7 +289,9 @@ def check_reference(task_dir: Path) -> tuple[dict[str, float], float]:
     harness.pop("ref_cost", None)
     task = dataclasses.replace(task, harness=harness)
     code = rename_modules(task.reference or "", {REF_TOP: task.interface["top"]})
-    v = RtlVerifier().verify(task, code, Limits(**CHECK_LIMITS))
+    verifier = RtlVerifier()
+    verifier.trace = []  # every tool run, with its CPU seconds
+    v = verifier.verify(task, code, Limits(**CHECK_LIMITS))
     if v.status.is_infra:
         raise RuntimeError(f"could not check the reference ({v.code}): {v.checks[-1].detail}")
     if not v.passed:
@@ -297,10 +299,16 @@ def check_reference(task_dir: Path) -> tuple[dict[str, float], float]:
         raise ReferenceFails(
             f"its own reference fails its own harness: {v.status.value}/{v.code}: {detail}"[:300]
         )
+    # a gate's cost is the CPU its tool runs took, not its wall time: a loaded machine
+    # stretches the wall (2x on a busy 2-core one) and would change the task.toml
+    cpu: dict[str, float] = {}
+    for run in verifier.trace:
+        took = run["cpu_s"] if run["cpu_s"] is not None else run["seconds"]
+        cpu[run["gate"]] = cpu.get(run["gate"], 0.0) + took
     # an undecided proof's time is the solver's limit, not the reference's cost
     decided = v.metrics.get("equivalence") == "proven"
     costs = {
-        c.name: quantize_cost(c.seconds)
+        c.name: quantize_cost(cpu.get(c.name, 0.0))
         for c in v.checks
         if c.name in COST_GATES and (c.name != "equivalence" or decided)
     }

@@ -796,7 +796,7 @@ class RtlVerifier(Verifier):
 
 
 def ref_cost(task: Task, gate: str) -> float:
-    """The reference's own seconds for `gate`, measured at ingest (0: not measured, or
+    """The reference's own CPU seconds for `gate`, measured at ingest (0: not measured, or
     too small to matter: harness.ref_cost keeps only what is)."""
     return float((task.harness.get("ref_cost") or {}).get(gate, 0.0))
 
