@@ -41,6 +41,7 @@ server measure their jobs the same way and ask the same `Stop`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import re
@@ -48,6 +49,7 @@ import select
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -184,6 +186,55 @@ def _descendants(root: int) -> list[int]:
         tree.append(pid)
         todo.extend(children.get(pid, ()))
     return tree
+
+
+def empty_dir(root: str | os.PathLike[str], keep: Iterable[str] = ()) -> bool:
+    """Remove everything a candidate left under `root` (inside the sandbox: its work dir,
+    /tmp, /dev/shm) but the names in `keep`. Never into a mount: the host's code, venv or
+    tools bound in read-only lie below /tmp when the checkout does (a clone in /tmp), and
+    are the sandbox's, not the candidate's; a dir that holds one stays. Dirs the candidate
+    made unreadable are opened up first. False when something of the candidate's stayed."""
+    try:
+        dev = os.lstat(root).st_dev
+        names = os.listdir(root)
+    except OSError:
+        return False
+    left = {os.fspath(n) for n in keep}
+    ok = True
+    for name in names:
+        if name not in left:
+            try:
+                ok = _remove_beneath(os.path.join(root, name), dev) is not None and ok
+            except RecursionError:  # deeper than Python recurses: replace the process
+                ok = False
+    return ok
+
+
+def _remove_beneath(path: str, dev: int) -> str | None:
+    """ "gone", "mount" (a mount, or dirs holding only mounts, stayed) or None (failed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "gone"
+    except OSError:
+        return None
+    if st.st_dev != dev:
+        return "mount"
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(path)
+            return "gone"
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+        got = [_remove_beneath(os.path.join(path, n), dev) for n in os.listdir(path)]
+        if None in got:
+            return None
+        if "mount" in got:
+            return "mount"
+        os.rmdir(path)
+        return "gone"
+    except OSError as e:
+        return "gone" if e.errno == errno.ENOENT else None
 
 
 def tree_snapshot(
@@ -876,8 +927,10 @@ SESSION_PID1 = (
     "my $s = 126 << 8; "
     "if (defined $k) { while ((my $p = wait) > 0) { if ($p == $k) { $s = $?; last } } } "
     "while (kill('KILL', -1)) { 1 while wait() > 0 } "
-    'if (opendir(my $d, "/tmp")) { my @e = grep { !/^[.][.]?$/ } readdir $d; closedir $d; '
-    'system "/bin/rm", "-rf", "--", map { "/tmp/$_" } @e if @e } '
+    # /tmp emptied, never into a mount below it (the host's dirs bound in: see empty_dir)
+    'if (opendir(my $d, "/tmp")) { my $v = (lstat "/tmp")[0]; '
+    'my @e = grep { !/^[.][.]?$/ && (lstat "/tmp/$_")[0] == $v } readdir $d; closedir $d; '
+    'system "/bin/rm", "-rf", "--one-file-system", "--", map { "/tmp/$_" } @e if @e } '
     'system "ipcrm", "--all" if grep { open(F, "<", "/proc/sysvipc/$_") '
     "&& (() = <F>) > 1 } qw(shm msg sem); close(F); "
     "my @u = times; my $c = $u[2] + $u[3] - $t[2] - $t[3]; "

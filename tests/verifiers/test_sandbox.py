@@ -243,3 +243,56 @@ def test_another_sandboxs_processes_do_not_count_against_this_one():
         res = other.run(["/bin/sh", "-c", "sleep 0.1 & sleep 0.1 & wait; echo ok"], wb)
         t.join()
         assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_emptying_a_dir_removes_what_a_candidate_left_and_never_enters_a_mount(tmp_path):
+    """The sandbox's /tmp is emptied after each job, and the host's code is bound in below
+    it when the checkout lies in /tmp: that mount stays whole (removing into it failed and
+    replaced the CAD worker after every job), the candidate's files around it go."""
+    import subprocess
+    import sys
+
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "pkg" / "mod.py").write_text("x = 1\n")
+    scratch = tmp_path / "scratch"  # the tmpfs, as the sandbox's /tmp
+    scratch.mkdir()
+    guest = scratch / "checkout" / "code"
+    script = f"""
+import os, sys
+sys.path.insert(0, {str(Path.cwd())!r})
+from verifiers.sandbox import empty_dir
+root = {str(scratch)!r}
+open(os.path.join(root, "junk"), "w").write("j")
+open(os.path.join(root, "checkout", "planted"), "w").write("p")  # beside the mount
+os.makedirs(os.path.join(root, "locked", "in"))
+open(os.path.join(root, "locked", "in", "f"), "w").write("f")
+os.chmod(os.path.join(root, "locked", "in"), 0)
+os.chmod(os.path.join(root, "locked"), 0)
+os.symlink({str(code)!r}, os.path.join(root, "link"))  # unlinked, never followed
+os.makedirs(os.path.join(root, "kept"))
+print(empty_dir(root, ["kept"]))
+print(sorted(os.path.relpath(os.path.join(d, n), root)
+             for d, ds, fs in os.walk(root) for n in ds + fs))
+"""
+    res = subprocess.run(
+        ["bwrap", "--dev-bind", "/", "/", "--tmpfs", str(scratch),
+         "--ro-bind", str(code), str(guest), sys.executable, "-c", script],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    ok, left = res.stdout.splitlines()
+    assert ok == "True"
+    assert eval(left) == ["checkout", "checkout/code", "checkout/code/pkg",
+                          "checkout/code/pkg/mod.py", "kept"]  # fmt: skip
+    assert (code / "pkg" / "mod.py").read_text() == "x = 1\n"
+
+
+def test_emptying_a_dir_removes_files_and_trees_and_is_false_for_no_dir(tmp_path):
+    from verifiers.sandbox import empty_dir
+
+    (tmp_path / "a").write_text("a")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("f")
+    assert empty_dir(tmp_path) and os.listdir(tmp_path) == []
+    assert empty_dir(tmp_path / "missing") is False  # nothing to say it is empty

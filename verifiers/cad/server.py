@@ -49,7 +49,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from verifiers.sandbox import oom_kills, tree_snapshot
+from verifiers.sandbox import empty_dir, oom_kills, tree_snapshot
 
 # one thread everywhere: forks of a process with idle pool threads deadlock
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -291,56 +291,23 @@ def _kill_strays(sandboxed: bool) -> bool:
         time.sleep(0.002)
 
 
-def _remove(path: str) -> None:
-    """Remove a file or a tree a script made, modes it set notwithstanding."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(path)
-        return
-
-    def retry(func, p, _exc):  # a dir the script made unreadable: open it up, once
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p) or p, 0o700)
-            os.chmod(p, 0o700)
-        func(p)
-
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
-    shutil.rmtree(path, onerror=retry)
-
-
-def _empty(root: str, keep: str | None = None) -> None:
-    for name in os.listdir(root):
-        p = os.path.join(root, name)
-        if p != keep:
-            _remove(p)
-
-
 def _clean_after_build(work: Path, job_dir: Path, sandboxed: bool) -> bool:
     """Leave nothing a script wrote for the next one: the work dir holds only the job
     dir, the job dir only the outputs the host reads (plain files), /tmp nothing. False
     when something could not be removed (the host then replaces this worker)."""
     clean = True
-    places = [(str(work), str(job_dir))]
+    places = [(str(work), job_dir.name)]
     if sandboxed:  # /tmp and /dev/shm are the sandbox's own
-        places += [("/tmp", None), ("/dev/shm", None)]
+        places += [("/tmp", ""), ("/dev/shm", "")]
     for root, keep in places:
-        try:
-            if os.path.isdir(root) and not os.path.islink(root):
-                _empty(root, keep)
-        except OSError:
-            clean = False
+        if os.path.isdir(root) and not os.path.islink(root):
+            clean = empty_dir(root, [keep] if keep else []) and clean
     try:
-        for name in os.listdir(job_dir):
-            p = str(job_dir / name)
-            if name not in OUTPUTS or not stat.S_ISREG(os.lstat(p).st_mode):
-                _remove(p)
+        names = os.listdir(job_dir)
+        outputs = [n for n in names if n in OUTPUTS and stat.S_ISREG(os.lstat(job_dir / n).st_mode)]
     except OSError:
-        clean = False
-    return clean
+        return False
+    return empty_dir(job_dir, outputs) and clean
 
 
 def build(job: dict, work: Path, sandboxed: bool) -> dict:
@@ -400,8 +367,7 @@ def serve_build(out, work: Path, sandboxed: bool) -> int:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     for root in [str(work), *(["/tmp", "/dev/shm"] if sandboxed else [])]:
-        with contextlib.suppress(OSError):
-            _empty(root)  # what starting up left (caches in $HOME): the first build sees none
+        empty_dir(root)  # what starting up left (caches in $HOME): the first build sees none
     _ready(out)
     while True:
         job = _next_job()

@@ -45,7 +45,6 @@ import linecache
 import os
 import re
 import select
-import shutil
 import signal
 import sys
 import time
@@ -64,6 +63,7 @@ from verifiers.kernels.limits import (
     check_launch,
     dims3,
 )
+from verifiers.sandbox import empty_dir
 
 SMALL_SEED_OFFSET = 7919
 RESULT_CAP = 32 * 2**20  # a child's result line (metadata only; outputs go to files)
@@ -767,32 +767,6 @@ def _session_dirs(job: dict) -> Path | None:
     return Path.cwd() / f".session-{token}" if _SESSION.match(token) else None
 
 
-def _wipe(root: Path, keep: set[str]) -> None:
-    """Remove everything under `root` but the names in `keep` (a candidate's files: it
-    may have made dirs unreadable to stop this, so each is made readable first)."""
-
-    def retry(fn, path, _exc):
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            fn(path)
-
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    for e in entries:
-        if e.name in keep:
-            continue
-        try:
-            if e.is_dir(follow_symlinks=False):
-                shutil.rmtree(e.path, onerror=retry)
-            else:
-                os.unlink(e.path)
-        except OSError:
-            pass
-
-
 def _reap_others() -> None:
     """Kill every other process of the sandbox (its own pid namespace: all of them are
     the candidate's, started by the child or its descendants) and reap them."""
@@ -868,9 +842,9 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
     session = _session_dirs(job)
     out_dir = Path(job["out_dir"]).name if job.get("out_dir") else ""
     keep = {n for n in (out_dir, session.name if session else "") if n}
-    _wipe(Path.cwd(), keep)
+    empty_dir(Path.cwd(), keep)  # a candidate's files (see verifiers.sandbox.empty_dir)
     if reap:
-        _wipe(Path("/tmp"), set())  # the sandbox's own tmpfs, never the host's
+        empty_dir("/tmp")  # the sandbox's own tmpfs, never the host's
     env = job_env(job, session)
     r, w = os.pipe()
     pid = os.fork()
