@@ -241,6 +241,18 @@ def close_outside(out: Outside) -> None:
         p.unlink(missing_ok=True)
 
 
+def verify_settled(verify, task, code, limits=None, tries: int = 3) -> Verdict:
+    """`verify(task, code, limits)`, again while the verdict is the machine's
+    (`infra_error machine_slow`: a loaded test machine starves a run of its wall clock, a
+    verdict the pipeline retries too); the last one is what the caller asserts on, so a
+    verifier that always blames the machine still fails."""
+    for _ in range(tries):
+        v = verify(task, code, limits)
+        if (v.status, v.code) != (Status.INFRA_ERROR, "machine_slow"):
+            break
+    return v
+
+
 def assert_innocent_passes(verify, task, code: str) -> Verdict:
     """The next, innocent candidate on the same verifier (and warm workers) still passes."""
     v = verify(task, code)

@@ -26,6 +26,7 @@ from tests.adversarial.harness import (
     assert_innocent_fails,
     assert_innocent_passes,
     check,
+    verify_settled,
 )
 from verifiers.cad.verifier import CadVerifier
 from verifiers.contract import Limits, Status, Task
@@ -134,7 +135,7 @@ def assert_no_host_writes() -> None:
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_hostile_through_the_front_door(cad, outside, case):
-    v = cad.verify(TASK, outside.fill(case.code), HOSTILE_LIMITS)
+    v = verify_settled(cad.verify, TASK, outside.fill(case.code), HOSTILE_LIMITS)
     check(outside, v, case.front, cad)
     assert_no_host_writes()
     judged_right_after(cad)
@@ -146,7 +147,7 @@ RUNTIME = [c for c in ALL if c.runtime is not None]
 @pytest.mark.parametrize("case", RUNTIME, ids=[c.id for c in RUNTIME])
 def test_hostile_past_the_static_gate(raw, outside, case):
     """Bypasses the static gate on purpose: the script runs, the sandbox must hold."""
-    v = raw.verify(TASK, outside.fill(case.code), HOSTILE_LIMITS)
+    v = verify_settled(raw.verify, TASK, outside.fill(case.code), HOSTILE_LIMITS)
     check(outside, v, case.runtime, raw)
     assert_no_host_writes()
     probe = raw.verify(TASK, CLEAN_PROBE)

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from tests.adversarial.embedded.cases import ALL, FIXTURE
-from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes
+from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes, verify_settled
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.embedded.verifier import EmbeddedVerifier
@@ -65,7 +65,7 @@ def _after(verifier, task) -> None:
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_hostile_firmware_through_the_front_door(case, task, front, outside):
-    v = front.verify(task, outside.fill(case.code), LIMITS)
+    v = verify_settled(front.verify, task, outside.fill(case.code), LIMITS)
     outside.check(v, case.front, settle_s=15.0)
     _after(front, task)
 
@@ -75,7 +75,7 @@ RUNTIME = [c for c in ALL if c.runtime is not None]
 
 @pytest.mark.parametrize("case", RUNTIME, ids=[c.id for c in RUNTIME])
 def test_hostile_firmware_past_the_trap_check(case, task, raw, outside, tmp_path):
-    v = raw.verify(task, outside.fill(case.code), LIMITS)
+    v = verify_settled(raw.verify, task, outside.fill(case.code), LIMITS)
     outside.check(v, case.runtime, settle_s=15.0)
     assert v.status is not Status.INFRA_ERROR
     assert not list(tmp_path.parent.glob("crucible-embedded-planted"))

@@ -475,7 +475,7 @@ def _limits(gates) -> Limits:
 def test_hostile_rtl(rtl, outside, task_name, code, family, gates):
     task = _task(task_name)
     limits = _limits(gates)
-    verdict = rtl.verify(task, outside.fill(code), limits)
+    verdict = harness.verify_settled(rtl.verify, task, outside.fill(code), limits)
     assert verdict.status is not Status.INFRA_ERROR, verdict.feedback[:600]
     outside.check(verdict, family)
     # the harness's sources never reach what a repair model is shown
@@ -501,7 +501,7 @@ def test_a_2_to_the_32_cycle_trojan_is_never_proven(rtl, outside):
         "  always @* count = (age == 32'hffffffff) ? ~c : c;\n"
         "  assign tc = en && (c == 4'd9);\n"
     )
-    v = rtl.verify(task, code, Limits(formal_timeout_s=3.0))
+    v = harness.verify_settled(rtl.verify, task, code, Limits(formal_timeout_s=3.0))
     assert v.status is not Status.INFRA_ERROR, v.feedback[:600]
     assert v.metrics.get("equivalence") == "unknown", (v.status, v.metrics, v.checks[-1])
     detail = next(c.detail for c in v.checks if c.name == "equivalence")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes
+from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes, verify_settled
 from tests.adversarial.x86asm.cases import ALL, FIXTURE
 from tests.adversarial.x86asm.verifiers import NoStaticRules, needs_x86
 from verifiers.catalog import load_task
@@ -54,7 +54,7 @@ def _after(verifier, task) -> None:
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_hostile_assembly_through_the_front_door(case, task, front, outside):
-    v = front.verify(task, outside.fill(case.code), LIMITS)
+    v = verify_settled(front.verify, task, outside.fill(case.code), LIMITS)
     outside.check(v, case.front, settle_s=15.0)
     if case.code_front:
         assert v.code == case.code_front, (v.status, v.code, v.feedback[:600])
@@ -66,7 +66,7 @@ RUNTIME = [c for c in ALL if c.runtime is not None]
 
 @pytest.mark.parametrize("case", RUNTIME, ids=[c.id for c in RUNTIME])
 def test_hostile_assembly_past_the_static_gate(case, task, raw, outside, tmp_path):
-    v = raw.verify(task, outside.fill(case.code), LIMITS)
+    v = verify_settled(raw.verify, task, outside.fill(case.code), LIMITS)
     assert v.status is not Status.INFRA_ERROR, v.feedback[:600]
     if Status.PASS not in case.runtime:
         outside.check(v, case.runtime, settle_s=15.0)
