@@ -189,3 +189,66 @@ def test_runner_errors_from_inside_an_extension(message, code):
 def test_limits_describe_names_them():
     text = DeviceLimits().describe()
     assert "1024 threads per block" in text and "65535" in text and "227 KiB" in text
+
+
+# --- the CUDA file the CPU path compiles is the one load_inline would --------------------
+def _load_inline_cuda_file(tmp_path, *args, **kw) -> str:
+    """What torch's own load_inline writes as cuda.cu for these arguments (its build is
+    stopped before anything compiles)."""
+    import torch.utils.cpp_extension as ce
+
+    def stop(*_a, **_k):
+        raise RuntimeError("stopped before the build")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ce, "_jit_compile", stop)
+        with pytest.raises(RuntimeError, match="stopped before the build"):
+            ce.load_inline(*args, build_directory=str(tmp_path), **kw)
+    return (tmp_path / "cuda.cu").read_text()
+
+
+FIRST = "__device__ float twice(float v) { return 2.0f * v; }"
+SECOND = "__global__ void k(float* y) { y[0] = twice(y[0]); }"
+
+
+@pytest.mark.parametrize(
+    ("call", "kw"),
+    [
+        ('"e", "int f();", cuda_sources=[FIRST, SECOND]', {"cuda_sources": [FIRST, SECOND]}),
+        ('"e", "int f();", [FIRST, SECOND]', {"cuda_sources": [FIRST, SECOND]}),  # positional
+        (
+            '"e", "int f();", cuda_sources=[FIRST, SECOND], no_implicit_headers=True',
+            {"cuda_sources": [FIRST, SECOND], "no_implicit_headers": True},
+        ),
+    ],
+)
+def test_the_cuda_file_is_load_inlines_own(tmp_path, call, kw):
+    """load_inline joins a call's CUDA sources into one file after three implicit headers
+    (none with no_implicit_headers=True): the CPU path compiles that same file, so a source
+    that uses what an earlier one defines compiles, and one that clashes with the torch
+    headers fails, as they would under load_inline. The peer is torch's own assembly."""
+    from verifiers.kernels.extension import extension_calls
+
+    code = (
+        "from torch.utils.cpp_extension import load_inline\n"
+        f"FIRST = {FIRST!r}\nSECOND = {SECOND!r}\n"
+        f"ext = load_inline({call})\n"
+    )
+    (found,) = extension_calls(code)
+    sources = kw.pop("cuda_sources")
+    assert found.unit() == _load_inline_cuda_file(tmp_path, "e", "int f();", sources, **kw)
+
+
+def test_each_load_inline_call_is_its_own_cuda_file():
+    from verifiers.kernels.extension import extension_calls, extension_sources
+
+    code = (
+        "from torch.utils.cpp_extension import load_inline\n"
+        f"a = load_inline('a', '', cuda_sources={FIRST!r})\n"
+        f"b = load_inline('b', '', cuda_sources=[{SECOND!r}], no_implicit_headers=False)\n"
+        "c = load_inline('c', 'int f() { return 0; }')\n"  # no CUDA: nothing for nvcc
+    )
+    a, b = extension_calls(code)
+    assert a.cuda_sources == (FIRST,) and b.cuda_sources == (SECOND,)
+    assert a.implicit_headers and b.implicit_headers
+    assert extension_sources(code) == [FIRST, SECOND]

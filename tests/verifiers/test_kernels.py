@@ -485,6 +485,30 @@ def test_extension_path_compiles_against_torch_headers(cuda_v, relu_c):
     assert v.status is Status.INFRA_ERROR and v.code == "no_gpu"
 
 
+
+def test_an_extensions_cuda_sources_are_one_file_as_load_inline_builds_them(cuda_v, relu_c):
+    """load_inline joins a call's cuda_sources into one CUDA file: a launcher in the second
+    source calls the kernel the first defines, and the real nvcc build passes (compiled
+    one by one, the second would not know the kernel). No implicit headers: seconds."""
+    code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension_launcher.py").read_text()
+    kernel, launcher = code.split("void relu_launch(const float* x, float* y, long long n) {")
+    assert "cuda_sources=cuda_source," in code
+    code = (
+        kernel
+        + '"""\n\nlauncher_source = r"""\n'
+        + "void relu_launch(const float* x, float* y, long long n) {"
+        + launcher
+    ).replace("cuda_sources=cuda_source,", "cuda_sources=[cuda_source, launcher_source],")
+    from verifiers.kernels.extension import extension_calls
+
+    (call,) = extension_calls(code)
+    assert len(call.cuda_sources) == 2 and "relu_kernel<<<" in call.cuda_sources[1]
+    v = cuda_v.verify(relu_c, code)
+    assert v.metrics["path"] == "extension"
+    assert [c.name for c in v.checks if c.ok][-1] == "launch", v.feedback
+    assert v.status is Status.INFRA_ERROR and v.code == "no_gpu"
+
+
 # --- output floods, the runners' limits, the compile floor, missing tools ------------------
 def _printing(n: int, chunk: int = 4096) -> str:
     """The Triton relu printing `n` lines of `chunk` bytes while it is built."""

@@ -31,13 +31,31 @@ from verifiers.kernels.nvcc import find_nvcc, nvcc_crashed
 from verifiers.sandbox import SANDBOX_PATH, Sandbox, SandboxUnavailable
 from verifiers.warm import GUEST_WORK
 
-PREAMBLE = "#include <torch/extension.h>\n"
+# what load_inline puts before the CUDA sources it joins into its cuda.cu (the same three
+# lines, unless no_implicit_headers=True): torch.utils.cpp_extension.load_inline
+IMPLICIT_HEADERS = ("#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>")
 EXTENSION_BUILD_S = 600.0  # the torch headers: about a minute (H200 load_inline, nvcc here)
 EXTENSION_MEMORY_MB = 32768
 
 
-def extension_sources(code: str) -> list[str]:
-    """The `cuda_sources` the candidate hands to load_inline."""
+@dataclasses.dataclass(frozen=True)
+class ExtensionCall:
+    """One `load_inline(...)` call: the CUDA sources it is given (string literals, or
+    module-level names bound to them) and whether it asks for no implicit headers."""
+
+    cuda_sources: tuple[str, ...]
+    implicit_headers: bool = True
+
+    def unit(self) -> str:
+        """The CUDA file load_inline compiles: its sources joined by newlines, after the
+        implicit headers (load_inline's own assembly, which writes it as cuda.cu)."""
+        head = IMPLICIT_HEADERS if self.implicit_headers else ()
+        return "\n".join([*head, *self.cuda_sources])
+
+
+def extension_calls(code: str) -> list[ExtensionCall]:
+    """The candidate's `load_inline` calls that are given CUDA sources, in source order;
+    `cuda_sources` by keyword or as the third positional argument, as load_inline takes it."""
     tree = ast.parse(code)
     names: dict[str, str] = {}
     for node in tree.body:
@@ -57,17 +75,27 @@ def extension_sources(code: str) -> list[str]:
                 out.append(names[it.id])
         return out
 
-    cuda = []
+    calls = []
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
             and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))
             == "load_inline"
         ):
-            for kw in node.keywords:
-                if kw.arg == "cuda_sources":
-                    cuda += strings(kw.value)
-    return cuda
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            given = kw.get("cuda_sources", node.args[2] if len(node.args) > 2 else None)
+            cuda = strings(given) if given is not None else []
+            bare = kw.get("no_implicit_headers")
+            plain = isinstance(bare, ast.Constant) and bare.value is True
+            if cuda:
+                where = (node.lineno, node.col_offset)
+                calls.append((where, ExtensionCall(tuple(cuda), implicit_headers=not plain)))
+    return [call for _, call in sorted(calls, key=lambda c: c[0])]
+
+
+def extension_sources(code: str) -> list[str]:
+    """The `cuda_sources` the candidate hands to load_inline."""
+    return [src for call in extension_calls(code) for src in call.cuda_sources]
 
 
 def torch_includes() -> list[str]:
@@ -82,8 +110,8 @@ def torch_includes() -> list[str]:
 
 
 def compile_only(ctx: Context) -> str:
-    cuda = extension_sources(ctx.code)
-    if not cuda:
+    calls = extension_calls(ctx.code)
+    if not calls:
         raise GateFail(
             Status.FORMAT_ERROR,
             "missing_entry_point",
@@ -98,9 +126,9 @@ def compile_only(ctx: Context) -> str:
     # cicc over the torch headers maps far more than a candidate's budget: nvcc's own
     # address space, not the candidate's (no candidate code runs here)
     builder = Sandbox(dataclasses.replace(ctx.limits, memory_mb=EXTENSION_MEMORY_MB))
-    for i, src in enumerate(cuda):
-        text = src if "torch/extension.h" in src else PREAMBLE + src
-        name = f"ext{i}_{hashlib.sha256(text.encode()).hexdigest()[:8]}.cu"
+    for call in calls:  # each call is an extension of its own, with one CUDA file
+        text = call.unit()
+        name = f"cuda_{hashlib.sha256(text.encode()).hexdigest()[:8]}.cu"
         (work / name).write_text(text, encoding="utf-8")
         argv = [nvcc, "-c", "-arch=sm_90", "-std=c++17", "-O2", "-Xptxas", "-v"]
         argv += ["-DTORCH_EXTENSION_NAME=crucible_ext", "-DTORCH_API_INCLUDE_EXTENSION_H"]

@@ -1,7 +1,9 @@
 # The host+device path with the launch in a plain launcher: the CUDA file holds the kernel
-# and a C launcher only (no torch headers: nvcc builds it in a second), the C++ file the
-# binding (load_inline puts torch/extension.h in it). The same ReLU as relu_extension.py;
-# a test that needs a built extension but not nvcc over the torch headers uses this one.
+# and a C launcher only, the C++ file the binding, which includes torch/extension.h itself:
+# with no_implicit_headers=True load_inline adds no header to either, so nvcc never reads
+# the torch headers (it builds the CUDA file in seconds). The same ReLU as
+# relu_extension.py; a test that needs a built extension but not nvcc over the torch
+# headers uses this one.
 import torch
 from torch.utils.cpp_extension import load_inline
 
@@ -22,6 +24,8 @@ void relu_launch(const float* x, float* y, long long n) {
 """
 
 cpp_source = r"""
+#include <torch/extension.h>
+
 void relu_launch(const float* x, float* y, long long n);
 
 torch::Tensor relu_cuda(torch::Tensor x) {
@@ -37,6 +41,7 @@ relu_ext = load_inline(
     cuda_sources=cuda_source,
     functions=["relu_cuda"],
     verbose=False,
+    no_implicit_headers=True,
 )
 
 
