@@ -28,6 +28,7 @@ from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.rtl import verifier as rtl_verifier
 from verifiers.sandbox import (
+    BUSY_SHARE,
     CPU_SPENT,
     INSTALL_HINT,
     SCHEDSTAT,
@@ -147,17 +148,32 @@ def test_a_tiny_wall_limit_under_a_large_cpu_budget_is_machine_slow():
 
 
 def test_a_tool_starved_on_a_loaded_cpu_is_machine_slow():
+    """A busy tool pinned to a core with three busy loops gets at most its share of it in
+    1 s: under 90 % of its 2 s budget, the rest waiting for the CPU. The premise is read
+    from the run's own measure: a run that was mostly neither on a CPU nor waiting for one
+    (blocked: on this shared host a tool's exec can stall ~1 s on the disk) was not starved,
+    and the rule rightly calls such a run the candidate's, so it is tried again (3 times at
+    most); every starved run must be `machine_slow`."""
     if shutil.which("taskset") is None:
         pytest.skip("needs taskset (util-linux)")
-    hogs = [subprocess.Popen(["taskset", "-c", "0", "sh", "-c", SPIN]) for _ in range(3)]
-    try:
-        res = run(["taskset", "-c", "0", "sh", "-c", SPIN], timeout_s=1.0, cpu_s=2)
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
-    # it got at most its share of CPU 0 in 1 s: under 90 % of a 2 s budget, waiting
-    assert res.limit_hit == "machine_slow", res.stop
+    if not SCHEDSTAT:
+        pytest.skip("the kernel has no schedstat: a starved run cannot be told from a hang")
+    blocked = []
+    for _ in range(3):
+        hogs = [subprocess.Popen(["taskset", "-c", "0", "sh", "-c", SPIN]) for _ in range(3)]
+        try:
+            res = run(["taskset", "-c", "0", "sh", "-c", SPIN], timeout_s=1.0, cpu_s=2)
+        finally:
+            for h in hogs:
+                h.kill()
+                h.wait()
+        stop = res.stop
+        assert stop is not None and stop.wall_kill and stop.usage is not None, stop
+        if stop.usage.cpu_s + stop.usage.wait_s >= BUSY_SHARE * (stop.wall_s - stop.setup_s):
+            assert res.limit_hit == "machine_slow", stop
+            return
+        blocked.append(stop)
+    pytest.fail(f"the tool was blocked, not starved, in every try: {blocked}")
 
 
 def test_the_rlimit_cpu_kill_is_the_candidates():
