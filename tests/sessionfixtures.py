@@ -21,6 +21,11 @@ import pytest
 
 SHARED_CPUS = 2
 IDLE_WAIT_S = 30.0  # a killed actor's slot comes back when Ray has noticed: seconds
+# Idle, the shared Ray's daemons spend ~6 % of a core; starting it again costs ~5 CPU-s:
+# past ~90 s of idling a restart is cheaper, so that is when it is stopped (the rent-or-buy
+# rule: never more than twice the cost of knowing the next module in advance)
+RAY_IDLE_STOP_S = 90.0
+_last_used: list[float] = []  # when the shared Ray's last module ended (monotonic)
 
 
 def _guard() -> None:
@@ -80,6 +85,7 @@ def local_ray(_ray_session):
 
     _shared_ray()
     yield
+    _last_used[:] = [time.monotonic()]
     if not ray.is_initialized():  # a test of the module stopped it: nothing to check
         return
     deadline = time.monotonic() + IDLE_WAIT_S
@@ -120,18 +126,17 @@ def own_ray():
 RAY_FIXTURES = {"local_ray", "harness"}
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(autouse=True)
 def _no_idle_ray(request):
-    """The shared Ray is stopped before a module that does not ask for it: idle, its
-    daemons still spend ~6 % of a core (measured), more than a start costs per module,
-    so it lives only across consecutive modules that use it."""
+    """The shared Ray is stopped before a test that does not ask for it once it has been
+    idle for RAY_IDLE_STOP_S; the next module that asks for it starts it again."""
     import sys
 
     ray = sys.modules.get("ray")
-    if ray is None or not ray.is_initialized():
+    if ray is None or not ray.is_initialized() or RAY_FIXTURES & set(request.fixturenames):
         return
-    mine = [i for i in request.session.items if getattr(i, "module", None) is request.module]
-    if not any(RAY_FIXTURES & set(getattr(i, "fixturenames", ())) for i in mine):
-        from ray_actors import cluster
+    if _last_used and time.monotonic() - _last_used[0] < RAY_IDLE_STOP_S:
+        return
+    from ray_actors import cluster
 
-        cluster.shutdown()
+    cluster.shutdown()
