@@ -485,7 +485,6 @@ def test_extension_path_compiles_against_torch_headers(cuda_v, relu_c):
     assert v.status is Status.INFRA_ERROR and v.code == "no_gpu"
 
 
-
 def test_an_extensions_cuda_sources_are_one_file_as_load_inline_builds_them(cuda_v, relu_c):
     """load_inline joins a call's cuda_sources into one CUDA file: a launcher in the second
     source calls the kernel the first defines, and the real nvcc build passes (compiled
