@@ -78,7 +78,7 @@ def load_delta(con: duckdb.DuckDBPyConnection, lake: Lake | None = None) -> None
 
 
 _instance_lock = threading.Lock()
-_instances: dict[int, duckdb.DuckDBPyConnection] = {}  # pid -> this process's instance
+_shared: tuple[int, duckdb.DuckDBPyConnection] | None = None  # (pid, its instance)
 
 
 def _instance() -> duckdb.DuckDBPyConnection:
@@ -89,15 +89,14 @@ def _instance() -> duckdb.DuckDBPyConnection:
     `load_delta` (all global) are shared, everything else is the cursor's own (its temp
     views, registered tables). A forked child makes its own: an instance is never used
     across a fork."""
+    global _shared
     pid = os.getpid()
     with _instance_lock:
-        con = _instances.get(pid)
-        if con is None:
-            _instances.clear()
+        if _shared is None or _shared[0] != pid:
             con = duckdb.connect(":memory:")
             load_delta(con)
-            _instances[pid] = con
-        return con
+            _shared = (pid, con)
+        return _shared[1]
 
 
 def new_connection(lake: Lake | None = None) -> duckdb.DuckDBPyConnection:

@@ -434,7 +434,7 @@ def _child_instance(out) -> None:
 
     try:
         con = db.new_connection()  # DuckDB alone: delta-rs' runtime never survives a fork
-        out.put((sorted(db._instances), os.getpid(), con.execute("SELECT 42").fetchone()))
+        out.put((db._shared[0], os.getpid(), con.execute("SELECT 42").fetchone()))
     except Exception as e:  # the test reads what went wrong
         out.put(("error", repr(e), None))
 
@@ -448,9 +448,9 @@ def test_a_forked_child_makes_its_own_instance(tmp_path: Path) -> None:
     out = ctx.Queue()
     child = ctx.Process(target=_child_instance, args=(out,))
     child.start()
-    keys, pid, answer = out.get(timeout=60)
+    owner, pid, answer = out.get(timeout=60)
     child.join(timeout=60)
-    assert keys == [pid] and pid != os.getpid() and answer == (42,), (keys, pid, answer)
-    assert sorted(db._instances) == [os.getpid()]  # the parent's own is untouched
+    assert owner == pid and pid != os.getpid() and answer == (42,), (owner, pid, answer)
+    assert db._shared[0] == os.getpid()  # the parent's own is untouched
     assert parent.execute("SELECT 1").fetchall() == [(1,)]
     parent.close()
