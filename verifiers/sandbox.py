@@ -193,9 +193,13 @@ def empty_dir(root: str | os.PathLike[str], keep: Iterable[str] = ()) -> bool:
     /tmp, /dev/shm) but the names in `keep`. Never into a mount: the host's code, venv or
     tools bound in read-only lie below /tmp when the checkout does (a clone in /tmp), and
     are the sandbox's, not the candidate's; a dir that holds one stays. Dirs the candidate
-    made unreadable are opened up first. False when something of the candidate's stayed."""
+    made unreadable are opened up first. False when something of the candidate's stayed,
+    or `root` is not a dir (a link there is never followed: it could lead anywhere)."""
     try:
-        dev = os.lstat(root).st_dev
+        st = os.lstat(root)
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        dev = st.st_dev
         names = os.listdir(root)
     except OSError:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -259,7 +260,7 @@ def test_emptying_a_dir_removes_what_a_candidate_left_and_never_enters_a_mount(t
     scratch.mkdir()
     guest = scratch / "checkout" / "code"
     script = f"""
-import os, sys
+import json, os, sys
 sys.path.insert(0, {str(Path.cwd())!r})
 from verifiers.sandbox import empty_dir
 root = {str(scratch)!r}
@@ -272,8 +273,8 @@ os.chmod(os.path.join(root, "locked"), 0)
 os.symlink({str(code)!r}, os.path.join(root, "link"))  # unlinked, never followed
 os.makedirs(os.path.join(root, "kept"))
 print(empty_dir(root, ["kept"]))
-print(sorted(os.path.relpath(os.path.join(d, n), root)
-             for d, ds, fs in os.walk(root) for n in ds + fs))
+print(json.dumps(sorted(os.path.relpath(os.path.join(d, n), root)
+                        for d, ds, fs in os.walk(root) for n in ds + fs)))
 """
     res = subprocess.run(
         ["bwrap", "--dev-bind", "/", "/", "--tmpfs", str(scratch),
@@ -283,7 +284,7 @@ print(sorted(os.path.relpath(os.path.join(d, n), root)
     assert res.returncode == 0, res.stderr
     ok, left = res.stdout.splitlines()
     assert ok == "True"
-    assert eval(left) == ["checkout", "checkout/code", "checkout/code/pkg",
+    assert json.loads(left) == ["checkout", "checkout/code", "checkout/code/pkg",
                           "checkout/code/pkg/mod.py", "kept"]  # fmt: skip
     assert (code / "pkg" / "mod.py").read_text() == "x = 1\n"
 
@@ -296,3 +297,9 @@ def test_emptying_a_dir_removes_files_and_trees_and_is_false_for_no_dir(tmp_path
     (tmp_path / "d" / "f").write_text("f")
     assert empty_dir(tmp_path) and os.listdir(tmp_path) == []
     assert empty_dir(tmp_path / "missing") is False  # nothing to say it is empty
+    # a link in the root's place is never followed: what it leads to stays
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "kept").write_text("k")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    assert empty_dir(tmp_path / "link") is False
+    assert (tmp_path / "target" / "kept").read_text() == "k"
