@@ -296,12 +296,12 @@ def _clean_after_build(work: Path, job_dir: Path, sandboxed: bool) -> bool:
     dir, the job dir only the outputs the host reads (plain files), /tmp nothing. False
     when something could not be removed (the host then replaces this worker)."""
     clean = True
-    places = [(str(work), job_dir.name)]
+    places = [(str(work), [job_dir.name])]
     if sandboxed:  # /tmp and /dev/shm are the sandbox's own
-        places += [("/tmp", ""), ("/dev/shm", "")]
+        places += [("/tmp", []), ("/dev/shm", [])]
     for root, keep in places:
         if os.path.isdir(root) and not os.path.islink(root):
-            clean = empty_dir(root, [keep] if keep else []) and clean
+            clean = empty_dir(root, keep) and clean
     try:
         names = os.listdir(job_dir)
         outputs = [n for n in names if n in OUTPUTS and stat.S_ISREG(os.lstat(job_dir / n).st_mode)]
