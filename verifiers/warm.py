@@ -274,6 +274,7 @@ class Worker:
         # more fds a job's wait serves (fd -> handler; a handler returns the seconds it
         # took, which the job's deadline does not count: the host's time, not the job's)
         self._side: dict[int, Callable[[], float]] = {}
+        self._cancelled = False  # `cancel`: no start may finish any more
         self.start()
 
     # --- what a domain supplies ---------------------------------------------------------
@@ -351,6 +352,9 @@ class Worker:
         self._tail.clear()
         self.results = os.fdopen(r, "r")
         self.jobs_done = 0
+        if self._cancelled:  # `cancel` ran before this process existed: it never saw it
+            self.stop()
+            raise WorkerStartError("the worker was cancelled (its pool closed) as it started")
         # the server says when it has imported its library and primed itself
         try:
             ready = self._read_line(START_TIMEOUT_S, "start")
@@ -392,6 +396,17 @@ class Worker:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def cancel(self) -> None:
+        """Kill the server now, from any thread, and let no start under way finish: a
+        restart in flight when its pool closes fails at once (`WorkerStartError`) instead
+        of importing its library for a worker nobody will use. The thread that started it
+        still owns its pipes and closes them."""
+        self._cancelled = True
+        proc = self.proc  # set before `start` reads the flag: one of the two sees the other
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
         _LIVE.discard(self)
@@ -585,7 +600,7 @@ class WorkerPool:
         self._all: list[Worker | None] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._restarting: set[threading.Thread] = set()
+        self._restarting: dict[threading.Thread, Worker] = {}  # restarts in flight
         # indices are never reused: a worker's index picks its sandbox uid, and a worker
         # started in a dropped one's place must not share a uid with a live one
         self._next = 0
@@ -658,10 +673,10 @@ class WorkerPool:
                 if closed or self._closed:
                     if w in self._all:
                         self._all.remove(w)
-                    self._restarting.discard(threading.current_thread())
+                    self._restarting.pop(threading.current_thread(), None)
                     drop = True
                 else:
-                    self._restarting.discard(threading.current_thread())
+                    self._restarting.pop(threading.current_thread(), None)
                     drop = False
             if drop:
                 w.close()
@@ -670,15 +685,18 @@ class WorkerPool:
 
         t = threading.Thread(target=restart, daemon=True)
         with self._lock:
-            self._restarting.add(t)
+            self._restarting[t] = w
         t.start()
 
     def close(self) -> None:
-        """Stop every worker and remove its dirs, restarts in flight included."""
+        """Stop every worker and remove its dirs, restarts in flight included (cancelled:
+        a restart imports the library again, seconds of CPU for a worker never used)."""
         with self._lock:
             self._closed = True
-            pending = list(self._restarting)
-        for t in pending:
+            pending = list(self._restarting.items())
+        for _t, w in pending:
+            w.cancel()
+        for t, _w in pending:
             t.join(timeout=60)  # it sees the pool closed and closes its worker itself
         with self._lock:
             workers = [w for w in self._all if w is not None]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -563,6 +564,61 @@ def test_a_warm_worker_counts_what_each_job_prints():
             assert err.value.stream == ("stderr" if job.get("fd") == 2 else "stdout")
             assert w.proc is None  # stopped at the cap
         assert w.run({"chunks": 1}, 30, output_bytes=64 * 1024) == {"ok": True}  # restarted
+    finally:
+        w.close()
+
+
+# a server that is ready at once on its first start and takes a long time on every other
+# (a restart that imports its library on a loaded machine)
+SLOW_RESTART_SERVER = """
+import json, os, sys, time
+if sys.argv[2] != "1":
+    time.sleep(600)
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+out.write('{"ready": true}\\n')
+for line in sys.stdin:
+    out.write('{"ok": true}\\n')
+"""
+
+
+def test_closing_a_pool_cancels_its_restarts_in_flight():
+    """verifiers.warm: a worker left dirty restarts in the background; when its pool
+    closes meanwhile, the restart is killed, not waited for (it would import the domain's
+    library for a worker nobody uses), and nothing of it is left running. A cancel that
+    comes before the server exists stops the start that follows it."""
+    from verifiers.warm import Worker, WorkerCommand, WorkerPool, WorkerStartError
+
+    class SlowRestart(Worker):
+        prefix = "slowrestart"
+
+        def command(self, fd: int) -> WorkerCommand:
+            argv = [sys.executable, "-I", "-S", "-c", SLOW_RESTART_SERVER, str(fd)]
+            return WorkerCommand(
+                [*argv, str(self.starts)], self.python_env(), ro=self.python_paths()
+            )
+
+    pool = WorkerPool(lambda i: SlowRestart(Limits(), 7 + i), 1)
+    w = pool.lease()
+    assert w.run({}, 30) == {"ok": True}
+    pool.release(w, dirty=True)
+    for _ in range(600):  # the restart's server is running (asleep before its ready line)
+        if w.starts == 2 and w.proc is not None:
+            break
+        time.sleep(0.05)
+    assert w.starts == 2 and w.proc is not None
+    server = w.proc
+    [restart] = list(pool._restarting)
+    pool.close()
+    assert not restart.is_alive()  # close returned after the restart ended, not in 60 s
+    assert server.poll() is not None  # killed
+    assert w.proc is None and not w.home.exists()
+
+    w = SlowRestart(Limits(), 9)
+    try:
+        w.cancel()
+        with pytest.raises(WorkerStartError, match="cancelled"):
+            w.restart()
+        assert w.proc is None
     finally:
         w.close()
 
