@@ -11,9 +11,8 @@ demo: install
 
 # Two pytest-xdist workers: on 2 cores the serial suite kept ~1.1 of them busy (its tests
 # wait on servers, subprocesses and sleeps); whole files go to one worker (--dist loadfile),
-# so a module's shared state is built once, the shared Ray's files first, each group longest
-# first (tests/durations.py, in the conftest's order: --no-loadscope-reorder keeps it). The
-# wall time is printed.
+# so a module's shared state is built once, longest files first (tests/durations.json, in
+# the conftest's order: --no-loadscope-reorder keeps it). The wall time is printed.
 TEST_WORKERS ?= 2
 test: install
 	@start=$$(date +%s); \

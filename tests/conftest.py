@@ -103,15 +103,10 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line(f"{s:7.1f} s  {n}{why}")
 
 
-# --- the order: the shared Ray's files first, each group longest first (tests/durations.py) -
+# --- the order: longest files first (tests/durations.py), so no long file starts last ------
 def pytest_collection_modifyitems(session, config, items):
-    from tests.durations import load, order_key
-    from tests.sessionfixtures import RAY_FIXTURES
-
-    def file_of(item) -> str:
-        return item.nodeid.split("::", 1)[0]
+    from tests.durations import load
 
     seconds = load()
-    ray_files = {file_of(i) for i in items if RAY_FIXTURES & set(getattr(i, "fixturenames", ()))}
-    # a stable sort: each file's tests stay together and in their order
-    items.sort(key=lambda item: order_key(file_of(item), seconds, ray_files))
+    if seconds:  # a stable sort: each file's tests stay together and in their order
+        items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))

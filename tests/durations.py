@@ -3,11 +3,7 @@
 pytest-xdist gives a worker the next whole file when it runs dry (--dist loadfile), so a
 long file that starts last keeps one worker busy while the other idles: the suite's tail.
 The conftest sorts files longest first by `tests/durations.json` (a file it does not
-know weighs nothing and keeps its place), a plain longest-processing-time-first order, in
-two groups (`order_key`): the files that use the session's shared Ray first, then the
-rest. Interleaved, a worker stopped the idle Ray and started it again ~7 times a run (~5
-CPU-s each, ~6 % of a core while it idles); grouped, each worker starts it about once. The
-short files that balance the tail are in the second group, so the tail stays short.
+know weighs nothing and keeps its place), a plain longest-processing-time-first order.
 The numbers only order work, so stale ones cost minutes, never a wrong result.
 
     make test-durations   (a serial run with --junitxml, then this script on its report)
@@ -34,12 +30,6 @@ def load(path: Path = DEFAULT) -> dict[str, float]:
     except (OSError, ValueError):
         return {}
     return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
-
-
-def order_key(file: str, seconds: dict[str, float], first: set[str]) -> tuple[bool, float]:
-    """Sort key of a test file: the files in `first` (those using the shared Ray) before
-    the others, each group longest first; a stable sort keeps a file's tests together."""
-    return (file not in first, -seconds.get(file, 0.0))
 
 
 def from_junit(report: Path) -> dict[str, float]:

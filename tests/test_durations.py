@@ -37,29 +37,16 @@ def test_a_junit_report_sums_each_files_tests(tmp_path):
     assert durations.load(tmp_path / "absent.json") == {}
 
 
-def test_the_shared_rays_files_come_first_each_group_longest_first():
-    seconds = {"a.py": 5.0, "b.py": 50.0, "r1.py": 1.0, "r2.py": 9.0}
-    files = ["a.py", "r1.py", "new.py", "b.py", "r2.py", "new_r.py"]
-    first = {"r1.py", "r2.py", "new_r.py"}
-    got = sorted(files, key=lambda f: durations.order_key(f, seconds, first))
-    # unknown files weigh nothing: last of their group, in their place
-    assert got == ["r2.py", "r1.py", "new_r.py", "b.py", "a.py", "new.py"]
-
-
-def test_this_sessions_files_run_in_that_order(request):
+def test_this_sessions_files_run_longest_first(request):
     """The conftest sorted this very session's items so (xdist hands them out file by
-    file in this order): the shared Ray's files first, each group longest first."""
-    from tests.sessionfixtures import RAY_FIXTURES
-
-    items = request.session.items
-    files = list(dict.fromkeys(i.nodeid.split("::", 1)[0] for i in items))
-    first = {i.nodeid.split("::", 1)[0] for i in items if RAY_FIXTURES & set(i.fixturenames)}
-    seconds = durations.load()
-    assert files == sorted(files, key=lambda f: durations.order_key(f, seconds, first))
-    # each file's tests are together: one run of items per file
-    seq = [i.nodeid.split("::", 1)[0] for i in items]
+    file in this order): longest first by the table, each file's tests together."""
+    seq = [i.nodeid.split("::", 1)[0] for i in request.session.items]
     runs = [f for k, f in enumerate(seq) if k == 0 or seq[k - 1] != f]
-    assert len(runs) == len(files)
+    assert len(runs) == len(set(runs))  # one run of items per file
+    seconds = durations.load()
+    weights = [seconds.get(f, 0.0) for f in runs]
+    known = [w for w in weights if w > 0]
+    assert known == sorted(known, reverse=True), runs
 
 
 def test_the_table_names_test_files_that_exist():
