@@ -670,14 +670,10 @@ class WorkerPool:
             except Exception:  # a worker that cannot restart is dropped
                 closed = True
             with self._lock:
-                if closed or self._closed:
-                    if w in self._all:
-                        self._all.remove(w)
-                    self._restarting.pop(threading.current_thread(), None)
-                    drop = True
-                else:
-                    self._restarting.pop(threading.current_thread(), None)
-                    drop = False
+                self._restarting.pop(threading.current_thread(), None)
+                drop = closed or self._closed
+                if drop and w in self._all:
+                    self._all.remove(w)
             if drop:
                 w.close()
             else:
