@@ -20,6 +20,8 @@ from lake.export import (
     SCHEMAS,
     ExportResult,
     ExportSettings,
+    chart_png,
+    chart_spec,
 )
 from tests.lake.export_fixtures import Scenario, build, run_export
 from verifiers import domain as domains
@@ -212,6 +214,28 @@ def test_the_chart_is_a_png_the_card_shows(default_export: ExportResult):
     assert width >= 1000 and height >= 300
     _, body = card_of(default_export)
     assert f"]({CHART})" in body
+
+
+def test_a_chart_drawn_once_per_spec_is_the_chart_drawn_anew(default_export: ExportResult):
+    """The process keeps charts by what they show: the bytes a kept one gives are the
+    bytes a fresh drawing gives, and any change to what the chart shows (a count, the
+    configs' order, the title) is another picture, never a kept one."""
+    manifest = default_export.manifest
+    spec = chart_spec(manifest)
+    kept = chart_png(spec)
+    assert (default_export.path / CHART).read_bytes() == kept
+    chart_png.cache_clear()
+    assert chart_png(spec) == kept  # drawn anew: the same bytes
+
+    kind = next(k for k in manifest["counts"] if manifest["counts_by_level"][k])
+    level = next(iter(manifest["counts_by_level"][kind]))
+    one_more = json.loads(json.dumps(manifest))
+    one_more["counts_by_level"][kind][level] += 1
+    reordered = {**manifest, "counts": dict(reversed(list(manifest["counts"].items())))}
+    renamed = {**manifest, "settings": {**manifest["settings"], "pretty_name": "renamed"}}
+    specs = {spec, *(chart_spec(m) for m in (one_more, reordered, renamed))}
+    assert len(specs) == 4
+    assert len({chart_png(s) for s in specs}) == 4
 
 
 # --- what was asked and not got ------------------------------------------------------------
