@@ -25,6 +25,9 @@ RTL = "adder8"
 
 
 def test_cad_pipeline_then_show_writes_the_picture(tmp_path, harness):
+    """Over 30 s on a loaded machine: a whole pipeline run over two CAD tasks and an RTL
+    one (each CAD verdict builds and judges its part in warm cadquery workers), then the
+    four-view render of `crucible show`."""
     assert cluster.slots("cad") > 0, "cadquery and bubblewrap make this node a `cad` node"
     root = tmp_path / "catalog"
     for n in NAMES:

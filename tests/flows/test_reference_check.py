@@ -50,6 +50,8 @@ def _per_task(lake: Path) -> dict[str, dict[str, int]]:
 
 
 def test_a_reference_that_fails_is_a_refused_task_checked_once(tmp_path, local_ray):
+    """Over 30 s on a loaded machine: two runs of ingest and generate (the second with
+    verify), the three references checked on the CAD and RTL verifiers' warm workers."""
     root = _catalog(tmp_path)
     lake = tmp_path / "lake"
     ctx = _run(lake, root)
