@@ -421,10 +421,39 @@ def test_runtime_exception_and_timeout(triton_v, relu_t):
     )
     # a CPU budget under the wall: a busy hang spends it (the candidate's); cut by the wall
     # far short of it, it would be the machine's (verifiers.sandbox.Stop: machine_slow)
+    run, aot = triton_v.pool(Limits()), triton_v.pool(Limits(), aot=True)
+    before = restarts(run), restarts(aot)
     v = check(triton_v, relu_t, hang, timeout_s=2.0, cpu_s=1)
     assert (v.status, v.code, failed_gate(v)) == (Status.TIMEOUT, "kernel_timeout", "correct")
     # the pool replaced the hung worker: a good candidate passes right after
     assert check(triton_v, relu_t, TRITON_RELU).status is Status.PASS
+    # the hung runner restarted; the AOT compiler, whose job ended clean, did not
+    assert (restarts(run), restarts(aot)) == (before[0] + 1, before[1])
+
+
+def restarts(pool) -> int:
+    """Restarts of a pool's workers so far, once none is in flight (they run behind)."""
+    deadline = time.monotonic() + 120
+    while pool._restarting and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pool._restarting, "a restart did not finish in 120 s"
+    return sum(w.starts - 1 for w in pool._all if w is not None)
+
+
+def test_only_a_runner_that_dry_runs_launches_primes_the_meta_device():
+    """The AOT compiler runs no forward: its start imports Triton, not torch._dynamo."""
+    code = (
+        "import sys\n"
+        "from verifiers.kernels.runner import prime\n"
+        "prime('cpu', aot=True)\n"
+        "print('triton' in sys.modules, 'torch._dynamo' in sys.modules)\n"
+        "prime('cpu')\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ["True", "False", "True"], out.stderr[-2000:]
 
 
 def test_printing_a_pass_does_not_pass(triton_v, relu_t):

@@ -247,6 +247,8 @@ class KernelWorker(Worker):
         flags = ["--serve", "--result-fd", str(fd), "--device", self.spec.device]
         if not self.limits.unconfined:  # its own pid namespace: every other process is ours
             flags.append("--reap")
+        if self.spec.aot:
+            flags.append("--aot")
         share: tuple[int, ...] = ()
         if self._share_child is not None:
             share = (self._share_child.fileno(),)

@@ -743,19 +743,21 @@ class Runner:
             result["timed_checked"] = bool(reply)
 
 
-def prime(device: str) -> None:
+def prime(device: str, aot: bool = False) -> None:
     """What the first candidate would otherwise pay: the meta device's first math op (it
     imports torch._dynamo: 2-7 s, measured on the H200 and here, paid inside the launch
     dry run), and the imports of Triton and CuPy. Nothing here touches CUDA: children are
     forked from this process, and a CUDA context does not survive a fork (each child
-    makes its own)."""
-    with torch.device("meta"):
-        torch.ones(2).mul(2.0)
+    makes its own). An `aot` runner only compiles Triton (no dry run, no meta tensors):
+    it imports Triton and skips the rest (~1.5 CPU-s a start)."""
+    if not aot:
+        with torch.device("meta"):
+            torch.ones(2).mul(2.0)
     with contextlib.suppress(ImportError):
         import triton
         import triton.language  # noqa: F401
         from triton.runtime import autotuner, jit  # noqa: F401
-    if device == "cuda":
+    if device == "cuda" and not aot:
         with contextlib.suppress(ImportError):
             import cupy  # noqa: F401
 
@@ -906,7 +908,9 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
     return res if isinstance(res, dict) and "ok" in res else _died(status, step, rss_kb)
 
 
-def serve(result_fd: int, device: str = "cpu", reap: bool = False, share_fd: int = -1) -> int:
+def serve(
+    result_fd: int, device: str = "cpu", reap: bool = False, share_fd: int = -1, aot: bool = False
+) -> int:
     out = os.fdopen(result_fd, "w", buffering=1)
     share = None
     if share_fd >= 0:  # exported GPU memory goes to the verifier on this socket
@@ -914,7 +918,7 @@ def serve(result_fd: int, device: str = "cpu", reap: bool = False, share_fd: int
 
         share = socket.socket(fileno=share_fd)
     try:
-        prime(device)
+        prime(device, aot)
     except Exception:  # a worker that cannot prime still verifies; the job reports errors
         traceback.print_exc()
     out.write(json.dumps({"ready": True}) + "\n")
@@ -941,10 +945,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--share-fd", type=int, default=-1, help="socket for exported GPU memory (GPU nodes)"
     )
+    parser.add_argument(
+        "--aot", action="store_true", help="a Triton ahead-of-time compiler only (primes less)"
+    )
     args = parser.parse_args(argv)
     if not args.serve:
         parser.error("the runner only serves (started by verifiers.kernels.pool)")
-    return serve(args.result_fd, args.device, args.reap, args.share_fd)
+    return serve(args.result_fd, args.device, args.reap, args.share_fd, args.aot)
 
 
 if __name__ == "__main__":

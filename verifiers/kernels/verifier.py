@@ -278,11 +278,13 @@ class KernelVerifier(Verifier):
         try:
             super()._run_gates(ctx, checks)
         finally:
-            dirty = ctx.state.get("dirty", False)
+            # only a runner whose own job went wrong restarts: the other one's jobs ran in
+            # children that ended and were reaped, as every clean candidate's do
+            dirty = ctx.state.get("dirty", set())
             for slot, aot in (("worker", False), ("aot_worker", True)):
                 worker = ctx.state.pop(slot, None)
                 if worker is not None:
-                    self.pool(ctx.limits, aot).release(worker, dirty=dirty)
+                    self.pool(ctx.limits, aot).release(worker, dirty=slot in dirty)
 
     def gate_parse(self, ctx: Context) -> str:
         try:
@@ -642,10 +644,10 @@ class KernelVerifier(Verifier):
             else:
                 res = worker.run(job, timeout_s, **kw)
         except MachineFault:  # the machine, not the candidate: infra (verifiers.base)
-            ctx.state["dirty"] = True
+            ctx.state.setdefault("dirty", set()).add(slot)
             raise
         except OutputFlood as e:  # the runner was stopped at the cap
-            ctx.state["dirty"] = True
+            ctx.state.setdefault("dirty", set()).add(slot)
             raise GateFail(
                 Status.RESOURCE_LIMIT,
                 "output_limit",
@@ -654,7 +656,7 @@ class KernelVerifier(Verifier):
                 f"during {'/'.join(steps)}; print less (or nothing)",
             ) from None
         except JobTimeout as e:
-            ctx.state["dirty"] = True
+            ctx.state.setdefault("dirty", set()).add(slot)
             raise GateFail(
                 Status.TIMEOUT,
                 "kernel_timeout",
@@ -662,12 +664,12 @@ class KernelVerifier(Verifier):
                 feedback=f"the candidate did not finish {'/'.join(steps)} in {timeout_s:.0f}s",
             ) from None
         except WorkerStartError as e:
-            ctx.state["dirty"] = True
+            ctx.state.setdefault("dirty", set()).add(slot)
             raise GateFail(
                 Status.INFRA_ERROR, "harness_error", f"the runner did not start: {e}"[:300]
             ) from None
         except WorkerDied as e:
-            ctx.state["dirty"] = True
+            ctx.state.setdefault("dirty", set()).add(slot)
             raise GateFail(
                 Status.RUNTIME_ERROR,
                 "kernel_exception",
@@ -678,12 +680,14 @@ class KernelVerifier(Verifier):
             ctx.tool_seconds += time.perf_counter() - t0
         if not isinstance(res.get("seconds"), dict):
             res["seconds"] = {}
-        self._machine_or_candidate(ctx, res, oom_before)
+        self._machine_or_candidate(ctx, res, oom_before, slot)
         ctx.metrics.setdefault("runner_seconds", {}).update(res["seconds"])
         # a failed job leaves nothing behind: it ran in a child of the runner, now gone
         return res
 
-    def _machine_or_candidate(self, ctx: Context, res: dict, oom_before: int | None) -> None:
+    def _machine_or_candidate(
+        self, ctx: Context, res: dict, oom_before: int | None, slot: str = "worker"
+    ) -> None:
         """A job whose runner child died or ran out of GPU memory: the machine's doing
         (MachineFault: infra, retried) when the node's OOM killer struck while the child
         was within its memory budget, or the card was full; else the candidate's."""
@@ -695,7 +699,7 @@ class KernelVerifier(Verifier):
             struck = now is not None and oom_before is not None and now > oom_before
             rss_mb = int(died.get("peak_rss_kb") or 0) // 1024
             if struck and rss_mb < ctx.limits.memory_mb:
-                ctx.state["dirty"] = True
+                ctx.state.setdefault("dirty", set()).add(slot)
                 raise MachineFault(
                     "killed_externally",
                     f"the node's OOM killer killed the runner (its peak RSS {rss_mb} MB, "
