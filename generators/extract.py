@@ -12,12 +12,12 @@ code, and the reason says why: the verifier's format gate then records the answe
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
 from generators.prompts import style
 from verifiers import domain as domain_registry
+from verifiers import pyast
 from verifiers.contract import Task
 from verifiers.domain import ExtractRules
 
@@ -180,7 +180,7 @@ def _reads_as_code(text: str, rules: ExtractRules) -> bool:
         return False
     if rules.python:
         try:
-            ast.parse(text)
+            pyast.parse(text)
         except SyntaxError:
             return False
     return True

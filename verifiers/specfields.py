@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifiers import pyast
+
 __all__ = [
     "Field",
     "ImportProblems",
@@ -67,7 +69,7 @@ def check_fields(path: Path, table: dict, fields: Iterable[Field], prefix: str =
 def parse_python(source: str, where: Path | str, field: str) -> ast.Module:
     """The module's syntax tree, or a TaskSpecError naming the field, line and message."""
     try:
-        return ast.parse(source)
+        return pyast.parse(source)
     except SyntaxError as e:
         raise TaskSpecError(where, field, f"valid Python ({e.msg}, line {e.lineno})") from None
 

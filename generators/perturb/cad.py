@@ -33,6 +33,7 @@ from generators.perturb.kernels import (
     _splice,
 )
 from generators.perturb.operators import Mutation, OperatorGenerator, Rewrite, check_table
+from verifiers import pyast
 from verifiers.taxonomy import API, FORMAT, FUNCTIONAL, SYNTAX
 
 RESULT = "result"  # the variable a CAD task's interface reads (interface.result)
@@ -871,7 +872,7 @@ def syntax_slip(src: str, rng: random.Random) -> str | None:
     for site in sites:
         out = _splice(src, [site])
         try:
-            ast.parse(out)
+            pyast.parse(out)
         except SyntaxError:
             return out
     return None

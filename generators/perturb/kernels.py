@@ -26,6 +26,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from generators.perturb.operators import Apply, Mutation, OperatorGenerator, Rewrite, check_table
+from verifiers import pyast
 from verifiers.taxonomy import API, FUNCTIONAL, PERFORMANCE, RESOURCE, SYNTAX
 
 Edit = tuple[int, int, str]  # (start, end, replacement) over the module text
@@ -70,7 +71,7 @@ class _Py:
 
     def __init__(self, src: str) -> None:
         self.src = src
-        self.tree = ast.parse(src)
+        self.tree = pyast.parse(src)
         self.lines = re.findall(r"[^\n]*\n|[^\n]+$", src)
         self.starts = [0]
         for line in self.lines:

@@ -20,6 +20,8 @@ import re
 import sys
 from dataclasses import dataclass
 
+from verifiers import pyast
+
 ALLOWED_IMPORTS = frozenset(
     {"cadquery", "cq", "math", "numpy", "itertools", "functools", "typing", "dataclasses",
      "enum", "collections", "fractions", "decimal", "OCP", "__future__"}
@@ -252,7 +254,7 @@ def _check_call(node: ast.Call, fn: str, line: int) -> list[Finding]:
 def scan(code: str) -> list[Finding]:
     """Rule violations, in source order; a syntax error is left to the build gate."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return []
     found = [f for node in ast.walk(tree) for f in _check(node)]

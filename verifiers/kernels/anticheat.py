@@ -26,6 +26,8 @@ import builtins
 import re
 from dataclasses import dataclass
 
+from verifiers import pyast
+
 # code -> why the rule exists (shown in the verdict's feedback)
 RULES: dict[str, str] = {
     "torch_fallback": (
@@ -471,7 +473,7 @@ class Finding:
 def reference_ops(problem_source: str) -> set[str]:
     """Names of the functions and methods the reference Model's forward calls."""
     try:
-        tree = ast.parse(problem_source)
+        tree = pyast.parse(problem_source)
     except SyntaxError:
         return set()
     ops: set[str] = set()
@@ -510,7 +512,7 @@ def claimed_kernels(code: str) -> list[str]:
     """Module-level functions whose decorator *names* say kernel (`@jit`, `@x.autotune`):
     the runner checks at run time that each is a real Triton kernel object."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return []
     out = []
@@ -1098,7 +1100,7 @@ def _bad_attribute(attr: str, base: str) -> str:
 
 def check(code: str, problem_source: str = "", entry: str = "ModelNew") -> list[Finding]:
     """Every rule the code that runs trips (empty: clean). SyntaxError propagates."""
-    tree = ast.parse(code)
+    tree = pyast.parse(code)
     bindings = _bindings(tree)
     skipped = unreached_bodies(tree, entry, bindings)
     checker = _Checker(reference_ops(problem_source), bindings, skipped)

@@ -23,6 +23,7 @@ import sysconfig
 import time
 from pathlib import Path
 
+from verifiers import pyast
 from verifiers.base import Context, GateFail
 from verifiers.contract import Status
 from verifiers.kernels.errors import nvcc_failure
@@ -56,7 +57,7 @@ class ExtensionCall:
 def extension_calls(code: str) -> list[ExtensionCall]:
     """The candidate's `load_inline` calls that are given CUDA sources, in source order;
     `cuda_sources` by keyword or as the third positional argument, as load_inline takes it."""
-    tree = ast.parse(code)
+    tree = pyast.parse(code)
     names: dict[str, str] = {}
     for node in tree.body:
         literal = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
@@ -270,7 +271,7 @@ class _Source:
             else:
                 return None
         try:
-            return _eval(ast.parse(text.strip(), mode="eval").body)
+            return _eval(pyast.parse(text.strip(), mode="eval").body)
         except (SyntaxError, ValueError, ZeroDivisionError):
             return None
 

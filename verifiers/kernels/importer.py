@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from verifiers import domain as domain_registry
+from verifiers import pyast
 from verifiers.kernels.spec import problem_facts
 from verifiers.specfields import ImportProblems, TaskSpecError
 
@@ -57,7 +58,7 @@ def problem_dtype(source: str) -> str:
     import ast
 
     found = set()
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
             for sub in ast.walk(node):
                 if not (isinstance(sub, ast.Attribute) and sub.attr in _INPUT_DTYPES):
@@ -115,7 +116,7 @@ def task_toml(
 def _docstring(source: str) -> str:
     import ast
 
-    for node in ast.parse(source).body:
+    for node in pyast.parse(source).body:
         if isinstance(node, ast.ClassDef) and node.name == "Model":
             return ast.get_docstring(node) or ""
     return ""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from verifiers import pyast
+
 KEEP_FUNCTIONS = ("get_inputs", "get_init_inputs")
 
 
@@ -21,7 +23,7 @@ def _names(nodes: list[ast.AST]) -> set[str]:
 
 def runner_problem(source: str) -> str:
     """`source` without the reference's forward (and whatever only it used)."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     defs: dict[str, ast.stmt] = {}
     kept: list[ast.stmt] = []
     for node in tree.body:

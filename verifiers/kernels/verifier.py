@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers import domain as domains
+from verifiers import pyast
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.contract import Limits, Status, Task, Verdict
 from verifiers.kernels import anticheat
@@ -112,7 +113,7 @@ def _device_kind() -> str:
 def cuda_src(code: str) -> str | None:
     """The module-level `CUDA_SRC` string literal of a candidate, if it has one."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return None
     for node in tree.body:
@@ -288,7 +289,7 @@ class KernelVerifier(Verifier):
 
     def gate_parse(self, ctx: Context) -> str:
         try:
-            tree = ast.parse(ctx.code)
+            tree = pyast.parse(ctx.code)
         except SyntaxError as e:
             line = (e.text or "").rstrip()
             raise GateFail(
