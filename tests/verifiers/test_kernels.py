@@ -456,6 +456,47 @@ def test_only_a_runner_that_dry_runs_launches_primes_the_meta_device():
     assert out.stdout.split() == ["True", "False", "True"], out.stderr[-2000:]
 
 
+def test_a_store_past_the_end_is_out_of_bounds_write_every_time(triton_v, relu_t):
+    """The tail mask dropped: the last block writes past `y`. That write lands in a red
+    zone (runner.RedZones), not in whatever the heap holds next (which crashed, hung or
+    passed by chance), so the label is the same on every run."""
+    unmasked = TRITON_RELU.replace(", tl.maximum(x, 0.0), mask=mask)", ", tl.maximum(x, 0.0))")
+    assert unmasked != TRITON_RELU
+    for _ in range(2):
+        v = check(triton_v, relu_t, unmasked)
+        assert (v.status, v.code, failed_gate(v)) == (
+            Status.WRONG_ANSWER,
+            "out_of_bounds_write",
+            "correct",
+        ), v.feedback
+        assert "past the end of buffer 0 (float32" in v.feedback, v.feedback
+
+
+def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
+    import ctypes
+
+    import torch
+
+    from verifiers.kernels.runner import OutOfBoundsWrite, RedZones, poisoned_allocations
+
+    for offset, said in ((4 * 10, "past the end of buffer 0"), (-1, "before buffer 0")):
+        zones = RedZones()
+        with poisoned_allocations(zones):
+            y = torch.empty_like(torch.ones(10))
+            strided = torch.empty_strided((2, 3), (1, 2))
+            meta = torch.empty(3, device="meta")  # no memory: no zone
+            none = torch.empty(0)
+        assert torch.isnan(y).all() and y.shape == (10,) and y.is_contiguous()
+        assert strided.stride() == (1, 2) and meta.is_meta and none.numel() == 0
+        assert len(zones.zones) == 2
+        zones.check()  # nothing written outside yet
+        y[:] = 1.0  # inside: fine
+        zones.check()
+        ctypes.memset(y.data_ptr() + offset, 0x5A, 1)
+        with pytest.raises(OutOfBoundsWrite, match=said):
+            zones.check()
+
+
 def test_printing_a_pass_does_not_pass(triton_v, relu_t):
     code = TRITON_RELU.replace("tl.maximum(x, 0.0)", "x").replace(
         "        return y\n", '        print(\'{"ok": true, "outputs": []}\')\n        return y\n'

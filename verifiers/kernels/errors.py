@@ -120,6 +120,8 @@ def classify_python(step: str, error: dict) -> tuple[Status, str]:
     # never INFRA from here: the report (types, messages) came from the candidate's process
     if "FakeKernelError" in types:
         return Status.REJECTED, "torch_fallback"
+    if "OutOfBoundsWrite" in types:  # a red zone changed (runner.RedZones)
+        return Status.WRONG_ANSWER, "out_of_bounds_write"
     # torch.OutOfMemoryError past the runner's share of the card: the candidate's excess
     # (a full card is the machine's: the verifier tells them apart before this)
     if "CandidateProcessLimit" in types or re.search(r"\b(OutOfMemoryError|MemoryError)\b", types):

@@ -217,16 +217,83 @@ def _poison(t):
     return t
 
 
+# --- red zones (CPU) -------------------------------------------------------------------
+RED_ZONE_BYTES = 4 << 20  # past the largest Triton block (2**20 fp32 elements)
+_EMPTY = torch.empty
+
+
+class OutOfBoundsWrite(RuntimeError):
+    """The candidate wrote into a red zone: outside every buffer it allocated."""
+
+
+class RedZones:
+    """A CPU buffer forward allocates (torch.empty & co.) sits between two red zones of
+    random bytes, checked after forward: a changed byte is a write outside the buffer (a
+    dropped tail mask or bounds guard). Without them such a write lands in whatever the
+    heap holds next, and the child crashes, hangs or passes by chance: the same Triton
+    candidate was labelled wrong_answer on one run and, after 120 s, timeout on another."""
+
+    def __init__(self) -> None:
+        pattern = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.uint8)
+        self.fill = pattern.repeat(RED_ZONE_BYTES // 4096)
+        self.zones: list[tuple[str, torch.Tensor, int]] = []
+
+    def allocate(self, fn, a: tuple, k: dict):
+        """`fn(*a, **k)` (an allocator), in a guarded buffer when it makes a non-empty
+        strided CPU tensor (None otherwise: the caller allocates as before)."""
+        if "out" in k:
+            return None
+        try:  # the tensor it would make, without its memory
+            shape = fn(*a, **{**k, "device": "meta"})
+        except Exception:
+            return None
+        device = k.get("device")
+        if device is None and a and isinstance(a[0], torch.Tensor):
+            device = a[0].device  # empty_like / new_empty: the source's device
+        device = torch.device(device if device is not None else "cpu")
+        if device.type != "cpu" or shape.layout != torch.strided or shape.numel() == 0:
+            return None
+        span = 1 + sum((n - 1) * st for n, st in zip(shape.shape, shape.stride(), strict=True))
+        nbytes = span * shape.element_size()
+        buf = _EMPTY(2 * RED_ZONE_BYTES + nbytes, dtype=torch.uint8)  # not the patched one
+        buf[:RED_ZONE_BYTES].copy_(self.fill)
+        buf[RED_ZONE_BYTES + nbytes :].copy_(self.fill)
+        body = buf[RED_ZONE_BYTES : RED_ZONE_BYTES + nbytes].view(shape.dtype)
+        out = body.as_strided(shape.shape, shape.stride())
+        what = f"buffer {len(self.zones)} ({str(shape.dtype).removeprefix('torch.')}"
+        self.zones.append((f"{what}{list(shape.shape)})", buf, nbytes))
+        return out
+
+    def check(self) -> None:
+        for what, buf, nbytes in self.zones:
+            for side, zone in (
+                ("before", buf[:RED_ZONE_BYTES]),
+                ("past the end of", buf[RED_ZONE_BYTES + nbytes :]),
+            ):
+                if torch.equal(zone, self.fill):
+                    continue
+                bad = (zone != self.fill).nonzero().flatten()
+                lo, hi, where = int(bad[0]), int(bad[-1]), "past its end"
+                if side == "before":
+                    lo, hi, where = RED_ZONE_BYTES - hi, RED_ZONE_BYTES - lo, "before its start"
+                raise OutOfBoundsWrite(
+                    f"{bad.numel()} byte(s) written {side} {what}, which forward allocated "
+                    f"(at {lo}-{hi} bytes {where})"
+                )
+
+
 @contextlib.contextmanager
-def poisoned_allocations():
+def poisoned_allocations(zones: RedZones | None = None):
     """torch.empty & co. return NaN-filled tensors: an output element the kernel never
-    writes is NaN, and NaN never passes."""
+    writes is NaN, and NaN never passes. With `zones`, a CPU tensor comes between red
+    zones (`RedZones.check` after forward)."""
     saved = {n: getattr(torch, n) for n in ("empty", "empty_like", "empty_strided")}
     saved_new = torch.Tensor.new_empty
 
     def wrap(fn):
         def alloc(*a, **k):
-            return _poison(fn(*a, **k))
+            t = zones.allocate(fn, a, k) if zones is not None else None
+            return _poison(t if t is not None else fn(*a, **k))
 
         return alloc
 
@@ -660,10 +727,13 @@ class Runner:
             problem = self.state["small" if small else "problem"]
             model = self._model(small)
             inputs = make_inputs(problem, trial["seed"], device, trial.get("shift", 0.0))
-            with torch.no_grad(), poisoned_allocations():
+            zones = RedZones() if device == "cpu" else None
+            with torch.no_grad(), poisoned_allocations(zones):
                 outs = as_outputs(model(*inputs))
             if device == "cuda":
                 torch.cuda.synchronize()
+            if zones is not None:
+                zones.check()
             tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
             files.append(
                 {
