@@ -24,13 +24,15 @@ def test_an_actor_left_holding_a_slot_is_seen_and_its_release_too(local_ray):
     assert ray.get(holder.ping.remote()) == 1
     # the available resources Ray reports lag the actor's start (seen: no CPU held yet
     # right after its first reply), so the held slot is awaited as its release is
-    deadline = time.monotonic() + IDLE_WAIT_S
-    while "CPU" not in _held() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    held = _held()
+    held = _held_once(lambda h: "CPU" in h)
     assert held.get("CPU") == 1.0 and held.get("eda", 1.0) == 1.0, held
     ray.kill(holder)
+    assert _held_once(lambda h: not h) == {}
+
+
+def _held_once(done) -> dict:
+    """`_held()` once `done(held)` is true, or as it is after IDLE_WAIT_S."""
     deadline = time.monotonic() + IDLE_WAIT_S
-    while _held() and time.monotonic() < deadline:
+    while not done(held := _held()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _held() == {}
+    return held
