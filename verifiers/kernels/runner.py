@@ -218,12 +218,14 @@ def _poison(t):
 
 
 # --- red zones (CPU) -------------------------------------------------------------------
-RED_ZONE_BYTES = 4 << 20  # past the largest Triton block (2**20 fp32 elements)
+# a zone is as large as its buffer, within these bounds: past the last block of a tail
+# store (up to 2**20 fp32 elements), a bounded overhead on many small buffers
+RED_ZONE_MIN, RED_ZONE_MAX = 64 << 10, 4 << 20
 _EMPTY = torch.empty
 
 
 class OutOfBoundsWrite(RuntimeError):
-    """The candidate wrote into a red zone: outside every buffer it allocated."""
+    """The candidate wrote into a red zone: outside a buffer it allocated."""
 
 
 class RedZones:
@@ -231,16 +233,21 @@ class RedZones:
     random bytes, checked after forward: a changed byte is a write outside the buffer (a
     dropped tail mask or bounds guard). Without them such a write lands in whatever the
     heap holds next, and the child crashes, hangs or passes by chance: the same Triton
-    candidate was labelled wrong_answer on one run and, after 120 s, timeout on another."""
+    candidate was labelled wrong_answer on one run and, after 120 s, timeout on another.
+    Buffers are held weakly (a temporary forward frees is freed, its memory with it): the
+    zones checked are those of the buffers alive after forward (its outputs, and what
+    they are views of); a freed one's zones absorbed its stray writes harmlessly."""
 
     def __init__(self) -> None:
         pattern = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.uint8)
-        self.fill = pattern.repeat(RED_ZONE_BYTES // 4096)
-        self.zones: list[tuple[str, torch.Tensor, int]] = []
+        self.fill = pattern.repeat(RED_ZONE_MAX // 4096)
+        self.zones: list[tuple[str, Any, int, int]] = []
 
     def allocate(self, fn, a: tuple, k: dict):
         """`fn(*a, **k)` (an allocator), in a guarded buffer when it makes a non-empty
         strided CPU tensor (None otherwise: the caller allocates as before)."""
+        from torch.multiprocessing.reductions import StorageWeakRef
+
         if "out" in k:
             return None
         try:  # the tensor it would make, without its memory
@@ -255,27 +262,30 @@ class RedZones:
             return None
         span = 1 + sum((n - 1) * st for n, st in zip(shape.shape, shape.stride(), strict=True))
         nbytes = span * shape.element_size()
-        buf = _EMPTY(2 * RED_ZONE_BYTES + nbytes, dtype=torch.uint8)  # not the patched one
-        buf[:RED_ZONE_BYTES].copy_(self.fill)
-        buf[RED_ZONE_BYTES + nbytes :].copy_(self.fill)
-        body = buf[RED_ZONE_BYTES : RED_ZONE_BYTES + nbytes].view(shape.dtype)
-        out = body.as_strided(shape.shape, shape.stride())
+        zone = max(RED_ZONE_MIN, min(RED_ZONE_MAX, nbytes))
+        buf = _EMPTY(2 * zone + nbytes, dtype=torch.uint8)  # not the patched one
+        buf[:zone].copy_(self.fill[:zone])
+        buf[zone + nbytes :].copy_(self.fill[:zone])
+        out = buf[zone : zone + nbytes].view(shape.dtype).as_strided(shape.shape, shape.stride())
         what = f"buffer {len(self.zones)} ({str(shape.dtype).removeprefix('torch.')}"
-        self.zones.append((f"{what}{list(shape.shape)})", buf, nbytes))
+        what += f"{list(shape.shape)})"
+        self.zones.append((what, StorageWeakRef(buf.untyped_storage()), zone, nbytes))
         return out
 
     def check(self) -> None:
-        for what, buf, nbytes in self.zones:
-            for side, zone in (
-                ("before", buf[:RED_ZONE_BYTES]),
-                ("past the end of", buf[RED_ZONE_BYTES + nbytes :]),
-            ):
-                if torch.equal(zone, self.fill):
+        for what, ref, zone, nbytes in self.zones:
+            storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
+            if storage is None:  # freed during forward
+                continue
+            buf = _EMPTY(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),))
+            fill = self.fill[:zone]
+            for side, got in (("before", buf[:zone]), ("past the end of", buf[zone + nbytes :])):
+                if torch.equal(got, fill):
                     continue
-                bad = (zone != self.fill).nonzero().flatten()
+                bad = (got != fill).nonzero().flatten()
                 lo, hi, where = int(bad[0]), int(bad[-1]), "past its end"
                 if side == "before":
-                    lo, hi, where = RED_ZONE_BYTES - hi, RED_ZONE_BYTES - lo, "before its start"
+                    lo, hi, where = zone - hi, zone - lo, "before its start"
                 raise OutOfBoundsWrite(
                     f"{bad.numel()} byte(s) written {side} {what}, which forward allocated "
                     f"(at {lo}-{hi} bytes {where})"
