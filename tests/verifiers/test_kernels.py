@@ -504,6 +504,14 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
             del tmp
     assert [ref.expired() for _, ref, _, _ in zones.zones] == [True] * 3
     zones.check()  # nothing left to check
+    # a buffer forward grows (`out=` of another shape resizes it: new memory, no zones)
+    # is not judged by the bytes past its old end
+    zones = RedZones()
+    with poisoned_allocations(zones):
+        grown = torch.empty(4)
+        torch.cat([torch.ones(1 << 16), torch.ones(1 << 16)], out=grown)
+    assert grown.numel() == 1 << 17
+    zones.check()
 
 
 def test_printing_a_pass_does_not_pass(triton_v, relu_t):

@@ -275,8 +275,8 @@ class RedZones:
     def check(self) -> None:
         for what, ref, zone, nbytes in self.zones:
             storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
-            if storage is None:  # freed during forward
-                continue
+            if storage is None or storage.nbytes() != 2 * zone + nbytes:
+                continue  # freed during forward, or resized (new memory: no zones of ours)
             buf = _EMPTY(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),))
             fill = self.fill[:zone]
             for side, got in (("before", buf[:zone]), ("past the end of", buf[zone + nbytes :])):
