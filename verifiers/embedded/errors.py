@@ -167,3 +167,21 @@ def describe_fault(f: dict, where: str | None) -> str:
 def unhandled_irq(uart: str) -> int | None:
     found = _UNHANDLED.findall(uart)
     return int(found[-1]) if found else None
+
+
+_OOB = re.compile(
+    r"!oob first=0x(?P<first>[0-9a-f]{8}) last=0x(?P<last>[0-9a-f]{8}) "
+    r"painted=0x(?P<lo>[0-9a-f]{8})-0x(?P<hi>[0-9a-f]{8})"
+)
+_PERIPH = re.compile(r"!periph_unsupported PC=0x([0-9a-f]{8}) ADDR=0x([0-9a-f]{8})")
+
+
+def oob_report(uart: str) -> dict[str, int] | None:
+    """The harness's report of painted RAM found changed (the last one: it exits after it)."""
+    found = list(_OOB.finditer(uart))
+    return {k: int(v, 16) for k, v in found[-1].groupdict().items()} if found else None
+
+
+def periph_unsupported(uart: str) -> tuple[int, int] | None:
+    found = _PERIPH.findall(uart)
+    return (int(found[-1][0], 16), int(found[-1][1], 16)) if found else None

@@ -96,6 +96,52 @@ void crucible_unhandled_report(int32_t irq) {
   put('\n');
 }
 
+void crucible_oob_report(uint32_t first, uint32_t last, uint32_t lo, uint32_t hi) {
+  puts_raw("\n!oob first=0x");
+  hex(first, 8);
+  puts_raw(" last=0x");
+  hex(last, 8);
+  puts_raw(" painted=0x");
+  hex(lo, 8);
+  puts_raw("-0x");
+  hex(hi, 8);
+  put('\n');
+}
+
+void crucible_periph_unsupported(uint32_t pc, uint32_t addr) {
+  puts_raw("\n!periph_unsupported PC=0x");
+  hex(pc, 8);
+  puts_raw(" ADDR=0x");
+  hex(addr, 8);
+  put('\n');
+  crucible_exit(CRUCIBLE_EXIT_PERIPH);
+}
+
+/* The core's state once the test main returned, on a line of its own after a record
+   separator (no task prints one): the verifier strips it from the transcript and checks
+   what the task says must hold at exit. */
+void crucible_state_report(void) {
+  uint32_t primask, basepri, faultmask, control;
+  __asm__ volatile("mrs %0, primask" : "=r"(primask));
+  __asm__ volatile("mrs %0, basepri" : "=r"(basepri));
+  __asm__ volatile("mrs %0, faultmask" : "=r"(faultmask));
+  __asm__ volatile("mrs %0, control" : "=r"(control));
+  put('\x1e');
+  puts_raw("!state primask=");
+  hex(primask, 1);
+  puts_raw(" basepri=0x");
+  hex(basepri, 2);
+  puts_raw(" faultmask=");
+  hex(faultmask, 1);
+  puts_raw(" control=0x");
+  hex(control, 1);
+  puts_raw(" vtor=0x");
+  hex(SCB->VTOR, 8);
+  puts_raw(" systick_ctrl=0x");
+  hex(SysTick->CTRL & 7u, 1);
+  put('\n');
+}
+
 void crucible_rx_ready(void) { put('\x06'); } /* READY for target/uart_feeder.py */
 
 void crucible_wait(volatile uint32_t *flag, uint32_t value, uint32_t loops) {

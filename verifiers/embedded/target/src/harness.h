@@ -11,6 +11,8 @@
 #define CRUCIBLE_EXIT_FAULT 250         /* a fault handler ran */
 #define CRUCIBLE_EXIT_UNHANDLED_IRQ 251 /* an interrupt reached Default_Handler */
 #define CRUCIBLE_EXIT_WAIT 252          /* crucible_wait gave up */
+#define CRUCIBLE_EXIT_OOB 253           /* painted RAM outside every object was written */
+#define CRUCIBLE_EXIT_PERIPH 249        /* a peripheral access the register model cannot serve */
 
 void crucible_print(const char *text);             /* raw text on the report port */
 void crucible_report(const char *key, uint32_t v); /* "@key=0x0000002a\n" */
@@ -28,5 +30,10 @@ void crucible_rx_ready(void);
 void crucible_fault_report(const char *name, uint32_t cfsr, uint32_t hfsr, uint32_t mmfar,
                            uint32_t bfar, uint32_t pc, uint32_t lr);
 void crucible_unhandled_report(int32_t irq);
+void crucible_oob_report(uint32_t first, uint32_t last, uint32_t lo, uint32_t hi);
+void crucible_state_report(void);
+/* periph.c */
+void crucible_periph_init(void);
+void __attribute__((noreturn)) crucible_periph_unsupported(uint32_t pc, uint32_t addr);
 
 #endif
