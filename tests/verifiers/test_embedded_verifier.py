@@ -426,6 +426,32 @@ def test_the_unimp_trace_parser():
     assert q.parse(0, "", mixed * 200, True).spin() is None
 
 
+def test_register_writes_are_decoded_by_lane_and_replayed_from_the_presets():
+    """No emulator: a trace replayed. A byte store at MODER+3 is MODER's top byte; a
+    halfword at BSRR+2 is BSRR's reset half; a register's value starts at the harness's
+    preset (periph.c's PRESET rows: GPIOA MODER 0xa8000000, the SWD pins); the state line
+    is cut from the transcript and read; a forged one earlier in it is just text."""
+    q = emulator.Qemu()
+
+    def line(size, off, val):
+        what = f"size {size}, offset 0x{off:03x}, value 0x{val:x}"
+        return f"GPIOA: unimplemented device write ({what})\n"
+
+    run = q.parse(
+        0,
+        "hi\n\x1e!state primask=0 basepri=0x00\nmore\n"
+        "\x1e!state primask=1 basepri=0x80 vtor=0x08000000\n",
+        line(4, 0x000, 0xA8000400) + line(1, 0x003, 0x00) + line(2, 0x01A, 0x20),
+        False,
+    )
+    assert emulator.preset_of("GPIOA", 0x00) == (0xA8000000, 0)
+    assert run.writes("GPIOA", 0x00) == [0xA8000400, 0x00000400]  # the byte cleared PA12-15
+    assert run.final("GPIOA", 0x00) == 0x400
+    assert run.writes("GPIOA", 0x18) == [0x00200000]  # BSRR: the lanes written, no memory
+    assert run.state == {"primask": 1, "basepri": 0x80, "vtor": 0x08000000}
+    assert run.uart == "hi\n\x1e!state primask=0 basepri=0x00\nmore\n"
+
+
 def _with(task, **changes):
     import dataclasses
 
