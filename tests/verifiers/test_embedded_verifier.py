@@ -361,6 +361,35 @@ def test_sub_word_stores_are_writes_of_their_register(task, verifier, ref):
     assert "0x400000" in v.feedback
 
 
+def test_painted_ram_leaves_the_stack_its_room_and_sees_a_store_past_it(task, verifier, ref):
+    """An 8 KiB local buffer is honest stack use (the paint starts 16 KiB below the test
+    main's stack); a store 40000 bytes past a global lands in the paint and is named."""
+    deep = "void led(int on) {\n  volatile uint8_t big[8192];\n  big[0] = 1;\n  big[8191] = 2;\n"
+    assert verifier.verify(task, edit(ref, "void led(int on) {", deep)).status is Status.PASS
+    stray = "void led(int on) {\n  ((volatile uint8_t *)&tick_count)[40000] = 1u;\n"
+    v = verifier.verify(task, edit(ref, "void led(int on) {", stray))
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), v.feedback
+    assert "bytes past the end of" in v.feedback and v.metrics["oob_first"].startswith("0x2000")
+
+
+@pytest.mark.parametrize(
+    "access",
+    [
+        '__asm__ volatile("ldm %0, {r2, r3}" : : "r"(GPIOA) : "r2", "r3", "memory");',
+        '__asm__ volatile("ldrd r2, r3, [%0]" : : "r"(GPIOA) : "r2", "r3", "memory");',
+    ],
+    ids=["ldm", "ldrd"],
+)
+def test_an_access_the_register_model_does_not_decode_is_final_and_explained(
+    task, verifier, ref, access
+):
+    """LDM / LDRD of GPIO registers: the trap cannot serve them; the firmware's own label,
+    explained, never infra retried forever (deterministic: a retry gives the same)."""
+    v = verifier.verify(task, edit(ref, "void led(int on) {", "void led(int on) {\n  " + access))
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "unsupported_peripheral_access"), v.feedback
+    assert "0x40020000" in v.feedback and "(led+0x" in v.feedback
+
+
 def test_a_wrong_priority_is_seen_through_the_harness(task, verifier, ref):
     v = verifier.verify(
         task, edit(ref, "NVIC_SetPriority(SysTick_IRQn, 2);", "NVIC_SetPriority(SysTick_IRQn, 3);")

@@ -397,9 +397,9 @@ class EmbeddedVerifier(Verifier):
             raise GateFail(
                 Status.WRONG_ANSWER,
                 "out_of_bounds_write",
-                f"the firmware wrote RAM outside every object and its stack: {where} (the "
-                f"harness painted 0x{oob['lo']:08x}-0x{oob['hi']:08x} before the test main "
-                "and found it changed after)",
+                f"the firmware wrote RAM outside every object and below its stack's 16 KiB: "
+                f"{where} (the harness painted 0x{oob['lo']:08x}-0x{oob['hi']:08x} before the "
+                "test main and found it changed after)",
                 metrics={"oob_first": f"0x{oob['first']:08x}", "oob_last": f"0x{oob['last']:08x}"},
             )
         if run.exit_code == EXIT_PERIPH and (bad := errors.periph_unsupported(run.uart)):
