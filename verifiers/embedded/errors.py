@@ -171,15 +171,19 @@ def unhandled_irq(uart: str) -> int | None:
 
 _OOB = re.compile(
     r"!oob first=0x(?P<first>[0-9a-f]{8}) last=0x(?P<last>[0-9a-f]{8}) "
-    r"painted=0x(?P<lo>[0-9a-f]{8})-0x(?P<hi>[0-9a-f]{8})"
+    r"(?P<kind>painted|zone)=0x(?P<lo>[0-9a-f]{8})-0x(?P<hi>[0-9a-f]{8})"
 )
 _PERIPH = re.compile(r"!periph_unsupported PC=0x([0-9a-f]{8}) ADDR=0x([0-9a-f]{8})")
 
 
-def oob_report(uart: str) -> dict[str, int] | None:
-    """The harness's report of painted RAM found changed (the last one: it exits after it)."""
+def oob_report(uart: str) -> dict[str, int | str] | None:
+    """The harness's report of painted RAM or a test buffer's red zone found changed (the
+    last one: it exits after it); `kind` says which."""
     found = list(_OOB.finditer(uart))
-    return {k: int(v, 16) for k, v in found[-1].groupdict().items()} if found else None
+    if not found:
+        return None
+    m = found[-1]
+    return {"kind": m["kind"], **{k: int(m[k], 16) for k in ("first", "last", "lo", "hi")}}
 
 
 def periph_unsupported(uart: str) -> tuple[int, int] | None:

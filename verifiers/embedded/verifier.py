@@ -391,15 +391,22 @@ class EmbeddedVerifier(Verifier):
         if run.exit_code == EXIT_OOB and (oob := errors.oob_report(run.uart)):
             elf = ctx.state["elf"]
             where = " .. ".join(
-                f"0x{a:08x}" + (f" ({n})" if (n := _after_object(elf, a)) else "")
+                f"0x{a:08x}" + (f" ({n})" if (n := _where_in_ram(elf, a)) else "")
                 for a in dict.fromkeys((oob["first"], oob["last"]))
+            )
+            span = f"0x{oob['lo']:08x}-0x{oob['hi']:08x}"
+            detail = (
+                f"the firmware wrote past the bytes a call may write: {where} (the test's red "
+                f"zone {span}, filled before the call and checked after it)"
+                if oob["kind"] == "zone"
+                else f"the firmware wrote RAM outside every object and below its stack's 16 "
+                f"KiB: {where} (the harness painted {span} before the test main and found it "
+                "changed after)"
             )
             raise GateFail(
                 Status.WRONG_ANSWER,
                 "out_of_bounds_write",
-                f"the firmware wrote RAM outside every object and below its stack's 16 KiB: "
-                f"{where} (the harness painted 0x{oob['lo']:08x}-0x{oob['hi']:08x} before the "
-                "test main and found it changed after)",
+                detail,
                 metrics={"oob_first": f"0x{oob['first']:08x}", "oob_last": f"0x{oob['last']:08x}"},
             )
         if run.exit_code == EXIT_PERIPH and (bad := errors.periph_unsupported(run.uart)):
@@ -637,14 +644,14 @@ def _clobbered(run: EmulatorRun, reg: dict, fields: int, where: str) -> str | No
     )
 
 
-def _after_object(elf: Elf, addr: int) -> str | None:
-    """Where a RAM address lies past the firmware's objects: "N bytes past the end of X"
-    for the nearest object below it, if any."""
-    below = [
-        s
-        for s in elf.symbols
-        if s.type == STT_OBJECT and s.defined and s.size and s.value + s.size <= addr
-    ]
+def _where_in_ram(elf: Elf, addr: int) -> str | None:
+    """A RAM address by the firmware's objects: "name+0x12" inside one, else "N bytes past
+    the end of X" for the nearest object below it."""
+    objects = [s for s in elf.symbols if s.type == STT_OBJECT and s.defined and s.size]
+    inside = [s for s in objects if s.value <= addr < s.value + s.size]
+    if inside:
+        return f"{inside[0].name}+0x{addr - inside[0].value:x}"
+    below = [s for s in objects if s.value + s.size <= addr]
     if not below:
         return None
     best = max(below, key=lambda s: s.value + s.size)

@@ -5,13 +5,19 @@
 uint32_t cobs_encode(const uint8_t *in, uint32_t len, uint8_t *out);
 int32_t cobs_decode(const uint8_t *in, uint32_t len, uint8_t *out);
 
-static uint8_t src[300], enc[310], dec[310];
+static uint8_t src[300], enc[310 + 32], dec[310 + 32];
 
-/* encode, report the encoding, decode it back and report whether the round trip holds */
+/* encode, report the encoding, decode it back and report whether the round trip holds; the
+   bytes past what each call may write (len + len / 254 + 1 for the encoding, the input's
+   length for the decoding) are a red zone checked after it */
 static void trip(const char *key, const uint32_t n) {
+  crucible_zone_fill(enc, sizeof enc, 0xE5u);
   uint32_t e = cobs_encode(src, n, enc);
+  crucible_zone_check(enc, n + n / 254u + 1u, sizeof enc, 0xE5u);
   crucible_report_mem(key, enc, e);
+  crucible_zone_fill(dec, sizeof dec, 0xE5u);
   int32_t d = cobs_decode(enc, e, dec);
+  crucible_zone_check(dec, e, sizeof dec, 0xE5u);
   int same = d == (int32_t)n;
   for (uint32_t i = 0; same && i < n; i++) {
     same = dec[i] == src[i];

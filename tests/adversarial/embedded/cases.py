@@ -234,6 +234,7 @@ def _edit(task: Path, *pairs: tuple[str, str], prelude: str = "") -> str:
 _CRC = TASKS / "crc16_ccitt"
 _EXTI = TASKS / "exti_software_irq"
 _NVIC = TASKS / "nvic_preemption_order"
+_COBS = TASKS / "cobs_framing"
 _RMW = "RCC->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;"
 _MODER = "GPIOA->MODER = (GPIOA->MODER & ~(3UL << 10)) | (GPIO_MODER_OUTPUT << 10);"
 _W, _RM, _UART = Status.WRONG_ANSWER, "register_mismatch", "uart_mismatch"
@@ -304,4 +305,10 @@ EXACT = (
           into_led("  *(volatile uint32_t *)0x20010000u = on;\n"), *_OOB),
     Exact("oob-far_past_a_global", FIXTURE,
           into_led("  ((volatile uint8_t *)&tick_count)[40000] = 1u;\n"), *_OOB),
+    # a test buffer's red zone: the bytes past what a call may write
+    Exact("oob-encoder_appends_the_delimiter", _COBS,
+          _edit(_COBS, ("  out[code_at] = code;\n  return o;\n}",
+                        "  out[code_at] = code;\n  out[o] = 0;\n  return o;\n}")), *_OOB),
+    Exact("oob-decoder_terminates_past_the_input", _COBS,
+          _edit(_COBS, ("  return (int32_t)o;", "  out[len] = 0;\n  return (int32_t)o;")), *_OOB),
 )  # fmt: skip

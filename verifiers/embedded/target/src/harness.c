@@ -96,16 +96,42 @@ void crucible_unhandled_report(int32_t irq) {
   put('\n');
 }
 
-void crucible_oob_report(uint32_t first, uint32_t last, uint32_t lo, uint32_t hi) {
+void crucible_oob_report(const char *kind, uint32_t first, uint32_t last, uint32_t lo,
+                         uint32_t hi) {
   puts_raw("\n!oob first=0x");
   hex(first, 8);
   puts_raw(" last=0x");
   hex(last, 8);
-  puts_raw(" painted=0x");
+  put(' ');
+  puts_raw(kind);
+  puts_raw("=0x");
   hex(lo, 8);
   puts_raw("-0x");
   hex(hi, 8);
   put('\n');
+}
+
+void crucible_zone_fill(void *buf, uint32_t size, uint8_t pattern) {
+  volatile uint8_t *b = (volatile uint8_t *)buf;
+  for (uint32_t i = 0; i < size; i++) {
+    b[i] = pattern;
+  }
+}
+
+void crucible_zone_check(const void *buf, uint32_t from, uint32_t size, uint8_t pattern) {
+  const volatile uint8_t *b = (const volatile uint8_t *)buf;
+  uint32_t first = size, last = size;
+  for (uint32_t i = from; i < size; i++) {
+    if (b[i] != pattern) {
+      first = first == size ? i : first;
+      last = i;
+    }
+  }
+  if (first != size) {
+    uint32_t at = (uint32_t)buf;
+    crucible_oob_report("zone", at + first, at + last, at + from, at + size);
+    crucible_exit(CRUCIBLE_EXIT_OOB);
+  }
 }
 
 void crucible_periph_unsupported(uint32_t pc, uint32_t addr) {

@@ -22,6 +22,12 @@ void crucible_report_mem(const char *key, const void *p, uint32_t n); /* "@key=0
    with CRUCIBLE_EXIT_WAIT (its interrupt never came) instead of hanging */
 void crucible_wait(volatile uint32_t *flag, uint32_t value, uint32_t loops);
 void __attribute__((noreturn)) crucible_exit(int code);
+/* red zones for a test main's buffers: crucible_zone_fill writes `pattern` over
+   buf[0..size) before a call; crucible_zone_check, after it, wants buf[from..size) still
+   that pattern (the bytes past what the call may write). A changed byte is reported as a
+   write outside the buffer's bounds and the run ends (CRUCIBLE_EXIT_OOB). */
+void crucible_zone_fill(void *buf, uint32_t size, uint8_t pattern);
+void crucible_zone_check(const void *buf, uint32_t from, uint32_t size, uint8_t pattern);
 /* the receiver is on: the run's UART input (harness.uart_input) is sent now, never earlier
    (QEMU drops bytes that arrive before the firmware enables the receiver) */
 void crucible_rx_ready(void);
@@ -30,7 +36,8 @@ void crucible_rx_ready(void);
 void crucible_fault_report(const char *name, uint32_t cfsr, uint32_t hfsr, uint32_t mmfar,
                            uint32_t bfar, uint32_t pc, uint32_t lr);
 void crucible_unhandled_report(int32_t irq);
-void crucible_oob_report(uint32_t first, uint32_t last, uint32_t lo, uint32_t hi);
+void crucible_oob_report(const char *kind, uint32_t first, uint32_t last, uint32_t lo,
+                         uint32_t hi);
 void crucible_state_report(void);
 /* periph.c */
 void crucible_periph_init(void);

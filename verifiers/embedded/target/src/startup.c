@@ -242,7 +242,8 @@ static void __attribute__((noinline)) check_paint(uint32_t *end) {
           last = q;
         }
       }
-      crucible_oob_report((uint32_t)p, (uint32_t)last, (uint32_t)&_ebss, (uint32_t)end);
+      crucible_oob_report("painted", (uint32_t)p, (uint32_t)last, (uint32_t)&_ebss,
+                          (uint32_t)end);
       crucible_exit(CRUCIBLE_EXIT_OOB);
     }
   }
