@@ -334,7 +334,7 @@ def test_printing_the_expected_lines_does_not_pass(task, verifier, ref):
         (
             "  RCC->APB2ENR |=",
             "  *((volatile uint8_t *)&GPIOA->MODER + 3) = 0;\n  RCC->APB2ENR |=",
-            "ends as 0x00000400",
+            "is 0x00000400 after write 2",
         ),
     ],
 )

@@ -625,23 +625,25 @@ def _spent_cpu(res: RunResult, budget: float, what: str) -> None:
 
 
 def _clobbered(run: EmulatorRun, reg: dict, fields: int, where: str) -> str | None:
-    """The bits outside the task's field (and outside what the hardware owns) must end as
-    the harness preset them: judged by value, so a dummy read followed by a constant write
-    fails like a plain `=`, and a byte store into another field is seen."""
+    """The bits outside the task's fields (and outside what the hardware owns) must hold the
+    harness's preset after every write, the last included: judged by value, so a dummy read
+    followed by a constant write fails like a plain `=`, a byte store into another field is
+    seen, and so is a clobber put right again later (a glitch on the SWD pins)."""
     device, offset = reg["device"], reg["offset"]
     if (device, offset) in ACTION_REGISTERS:
         return None
     preset, ro = preset_of(device, offset)
     keep = ~(fields | ro) & 0xFFFFFFFF
-    final = run.final(device, offset)
-    changed = (final ^ preset) & keep
-    if not changed:
-        return None
-    return (
-        f"{where} ends as 0x{final:08x}: bits 0x{changed:08x} outside the task's fields "
-        f"(0x{fields:08x}) changed from their value before the test (0x{preset:08x}); "
-        "the other bits were not kept (a read-modify-write was required)"
-    )
+    for n, value in enumerate(run.writes(device, offset)):
+        changed = (value ^ preset) & keep
+        if changed:
+            return (
+                f"{where} is 0x{value:08x} after write {n + 1}: bits 0x{changed:08x} outside "
+                f"the task's fields (0x{fields:08x}) changed from their value before the test "
+                f"(0x{preset:08x}); the other bits were not kept (a read-modify-write was "
+                "required)"
+            )
+    return None
 
 
 def _where_in_ram(elf: Elf, addr: int) -> str | None:

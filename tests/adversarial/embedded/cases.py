@@ -258,6 +258,10 @@ EXACT = (
     Exact("rmw-read_kept_aside_then_constant_moder", FIXTURE,
           _board(_MODER, "uint32_t m = GPIOA->MODER;\n  (void)m;\n"
                          "  GPIOA->MODER = GPIO_MODER_OUTPUT << 10;"), _W, _RM),
+    Exact("rmw-clobber_then_put_right", FIXTURE,
+          _board(_MODER, "uint32_t m = GPIOA->MODER;\n  GPIOA->MODER = GPIO_MODER_OUTPUT << 10;\n"
+                         "  GPIOA->MODER = (m & ~(3UL << 10)) | (GPIO_MODER_OUTPUT << 10);"),
+          _W, _RM),
     # sub-word stores are writes of their register's lanes
     Exact("subword-byte_store_clears_the_swd_pins", FIXTURE,
           _board(_MODER, _MODER + "\n  *((volatile uint8_t *)&GPIOA->MODER + 3) = 0;"), _W, _RM),
