@@ -42,14 +42,9 @@ static uint16_t __attribute__((noipa)) truth(const uint8_t *d, uint32_t n) {
   return crc;
 }
 
-static uint32_t rng = CRUCIBLE_SEED | 1u;
+static uint32_t rng = CRUCIBLE_SEED;
 
-static uint32_t next(void) { /* xorshift32 */
-  rng ^= rng << 13;
-  rng ^= rng >> 17;
-  rng ^= rng << 5;
-  return rng;
-}
+static uint32_t next(void) { return crucible_rand(&rng); }
 
 /* both functions against the truth at `len` bytes from a random alignment; 0 when all agree */
 static int sweep_one(uint32_t len) {
@@ -66,32 +61,13 @@ static int sweep_one(uint32_t len) {
   return 1;
 }
 
-/* lengths across the whole range: every one to 64, powers of two and their neighbours,
-   round decimal numbers, random ones (seeded per task and verifier version) and the largest */
+/* lengths across the whole range (harness.h crucible_sweep_sizes), each from a random
+   alignment; the count of lengths when all agree, -1 at the first that does not */
 static int sweep(void) {
-  uint32_t count = 0;
-  for (uint32_t n = 0; n <= 64u; n++, count++) {
-    if (sweep_one(n)) {
-      return -1;
-    }
-  }
-  for (uint32_t p = 128u; p <= MAX_LEN; p <<= 1) {
-    for (uint32_t n = p - 1u; n <= p + 1u && n <= MAX_LEN; n++, count++) {
-      if (sweep_one(n)) {
-        return -1;
-      }
-    }
-  }
-  static const uint32_t decimal[] = {100, 200, 300, 500, 1000, 2000, 5000, 10000};
-  for (uint32_t i = 0; i < sizeof(decimal) / sizeof(decimal[0]); i++, count++) {
-    if (sweep_one(decimal[i])) {
-      return -1;
-    }
-  }
-  for (uint32_t i = 0; i < RANDOM_LENS; i++, count++) {
-    /* log-uniform: a random bit length, then a random value below it */
-    uint32_t bits = 1u + next() % 15u;
-    if (sweep_one((next() & ((1u << bits) - 1u)) % (MAX_LEN + 1u))) {
+  static uint32_t lens[160];
+  uint32_t count = crucible_sweep_sizes(lens, 160u, MAX_LEN, RANDOM_LENS, &rng);
+  for (uint32_t i = 0; i < count; i++) {
+    if (sweep_one(lens[i])) {
       return -1;
     }
   }

@@ -36,14 +36,9 @@ static uint32_t truth(const uint8_t *d, uint32_t n) {
   return crc ^ 0xFFFFFFFFu;
 }
 
-static uint32_t rng = CRUCIBLE_SEED | 1u;
+static uint32_t rng = CRUCIBLE_SEED;
 
-static uint32_t next(void) { /* xorshift32 */
-  rng ^= rng << 13;
-  rng ^= rng >> 17;
-  rng ^= rng << 5;
-  return rng;
-}
+static uint32_t next(void) { return crucible_rand(&rng); }
 
 static uint32_t whole(const uint8_t *d, uint32_t n) {
   return crc32_final(crc32_update(crc32_init(), d, n));
@@ -89,31 +84,14 @@ int crucible_test_main(void) {
   }
   crucible_report("a5_chunks", crc32_final(s));
   crucible_report("a5_whole", whole(buf, 1024));
-  /* lengths across the whole range (every one to 64, powers of two and their neighbours,
-     round decimal numbers, random ones seeded per task and verifier version, the largest),
-     each from a random alignment, whole and split at a random point */
+  /* lengths across the whole range (harness.h crucible_sweep_sizes), each from a random
+     alignment, whole and split at a random point */
   truth_init();
   for (uint32_t i = 0; i < sizeof(buf); i++) {
     buf[i] = (uint8_t)next();
   }
-  static uint32_t lens[65 + 23 + 8 + RANDOM_LENS];
-  uint32_t count = 0;
-  for (uint32_t n = 0; n <= 64u; n++) {
-    lens[count++] = n;
-  }
-  for (uint32_t p = 128u; p <= MAX_LEN; p <<= 1) {
-    for (uint32_t n = p - 1u; n <= p + 1u && n <= MAX_LEN; n++) {
-      lens[count++] = n;
-    }
-  }
-  static const uint32_t decimal[] = {100, 200, 300, 500, 1000, 2000, 5000, 10000};
-  for (uint32_t i = 0; i < sizeof(decimal) / sizeof(decimal[0]); i++) {
-    lens[count++] = decimal[i];
-  }
-  for (uint32_t i = 0; i < RANDOM_LENS; i++) {
-    uint32_t bits = 1u + next() % 15u;
-    lens[count++] = (next() & ((1u << bits) - 1u)) % (MAX_LEN + 1u);
-  }
+  static uint32_t lens[160];
+  uint32_t count = crucible_sweep_sizes(lens, 160u, MAX_LEN, RANDOM_LENS, &rng);
   for (uint32_t i = 0; i < count; i++) {
     uint32_t n = lens[i];
     const uint8_t *d = buf + (next() & 3u);

@@ -235,6 +235,9 @@ _CRC = TASKS / "crc16_ccitt"
 _EXTI = TASKS / "exti_software_irq"
 _NVIC = TASKS / "nvic_preemption_order"
 _COBS = TASKS / "cobs_framing"
+_FIR = TASKS / "fixed_point_fir"
+_FIR_SIG = "void fir_q15(const int16_t coef[8], const int16_t *in, int16_t *out, uint32_t n) {"
+_ENC_SIG = "uint32_t cobs_encode(const uint8_t *in, uint32_t len, uint8_t *out) {"
 _RMW = "RCC->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;"
 _MODER = "GPIOA->MODER = (GPIOA->MODER & ~(3UL << 10)) | (GPIO_MODER_OUTPUT << 10);"
 _W, _RM, _UART = Status.WRONG_ANSWER, "register_mismatch", "uart_mismatch"
@@ -281,6 +284,10 @@ EXACT = (
           _edit(_CRC, ("uint16_t crc16_table(const uint8_t *data, uint32_t len) {",
                        "uint16_t crc16_table(const uint8_t *data, uint32_t len) {\n"
                        "  if (len > 64u) return crc16_bitwise(data, len);")), _W, _UART),
+    Exact("range-fir_stops_at_300_samples", _FIR,
+          _edit(_FIR, (_FIR_SIG, _FIR_SIG + "\n  if (n > 300u) n = 300u;")), _W, _UART),
+    Exact("range-cobs_encodes_1000_bytes_at_most", _COBS,
+          _edit(_COBS, (_ENC_SIG, _ENC_SIG + "\n  if (len > 1000u) len = 1000u;")), _W, _UART),
     # the core's state when the test returns
     Exact("state-primask_left_set", _NVIC,
           _edit(_NVIC, (_LOG_AT, _LOG_AT + "\n  __disable_irq();")), *_STATE),

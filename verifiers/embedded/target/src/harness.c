@@ -111,6 +111,50 @@ void crucible_oob_report(const char *kind, uint32_t first, uint32_t last, uint32
   put('\n');
 }
 
+uint32_t crucible_rand(uint32_t *rng) {
+  uint32_t x = *rng ? *rng : 1u;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  *rng = x;
+  return x;
+}
+
+static void add_size(uint32_t *sizes, uint32_t *n, uint32_t cap, uint32_t max, uint32_t v) {
+  if (*n < cap && v <= max) {
+    sizes[(*n)++] = v;
+  }
+}
+
+uint32_t crucible_sweep_sizes(uint32_t *sizes, uint32_t cap, uint32_t max, uint32_t randoms,
+                              uint32_t *rng) {
+  static const uint32_t decimal[] = {100, 200, 300, 500, 1000, 2000, 5000, 10000};
+  uint32_t n = 0;
+  for (uint32_t v = 0; v <= 64u; v++) {
+    add_size(sizes, &n, cap, max, v);
+  }
+  for (uint32_t p = 128u; p && p <= max; p <<= 1) {
+    add_size(sizes, &n, cap, max, p - 1u);
+    add_size(sizes, &n, cap, max, p);
+    add_size(sizes, &n, cap, max, p + 1u);
+  }
+  for (uint32_t i = 0; i < sizeof(decimal) / sizeof(decimal[0]); i++) {
+    add_size(sizes, &n, cap, max, decimal[i]);
+  }
+  uint32_t top = 1;
+  while (top < 31u && (1u << top) <= max) {
+    top++;
+  }
+  for (uint32_t i = 0; i < randoms; i++) {
+    uint32_t bits = 1u + crucible_rand(rng) % top; /* log-uniform: a bit length, then a value */
+    add_size(sizes, &n, cap, max, (crucible_rand(rng) & ((1u << bits) - 1u)) % (max + 1u));
+  }
+  if (n == 0 || sizes[n - 1] != max) {
+    add_size(sizes, &n, cap, max, max);
+  }
+  return n;
+}
+
 void crucible_zone_fill(void *buf, uint32_t size, uint8_t pattern) {
   volatile uint8_t *b = (volatile uint8_t *)buf;
   for (uint32_t i = 0; i < size; i++) {

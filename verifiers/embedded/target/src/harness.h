@@ -26,6 +26,14 @@ void __attribute__((noreturn)) crucible_exit(int code);
    buf[0..size) before a call; crucible_zone_check, after it, wants buf[from..size) still
    that pattern (the bytes past what the call may write). A changed byte is reported as a
    write outside the buffer's bounds and the run ends (CRUCIBLE_EXIT_OOB). */
+/* sizes across a requirement's whole range, for a test main's sweep: every one to 64, powers
+   of two from 128 and their neighbours, the round decimals 100..10000, `randoms` drawn
+   log-uniformly from *rng, all up to `max`, and `max` itself; returns how many it wrote
+   (at most `cap`). crucible_rand: xorshift32 on *rng (seed it with CRUCIBLE_SEED, which
+   the verifier defines per task and verifier version). */
+uint32_t crucible_rand(uint32_t *rng);
+uint32_t crucible_sweep_sizes(uint32_t *sizes, uint32_t cap, uint32_t max, uint32_t randoms,
+                              uint32_t *rng);
 void crucible_zone_fill(void *buf, uint32_t size, uint8_t pattern);
 void crucible_zone_check(const void *buf, uint32_t from, uint32_t size, uint8_t pattern);
 /* the receiver is on: the run's UART input (harness.uart_input) is sent now, never earlier
