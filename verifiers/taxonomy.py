@@ -105,6 +105,16 @@ CODES: dict[str, tuple[str, str]] = {
     "exit_code_mismatch": (FUNCTIONAL, "the firmware's test ended with another exit code"),
     "uart_mismatch": (FUNCTIONAL, "the UART transcript differs from the expected one"),
     "register_mismatch": (FUNCTIONAL, "peripheral registers written with other values"),
+    "exit_state_mismatch": (
+        FUNCTIONAL,
+        "the core's state when the test returned (PRIMASK, BASEPRI, VTOR, SysTick) is not "
+        "what the task requires",
+    ),
+    "unsupported_peripheral_access": (
+        FUNCTIONAL,
+        "a multiple / doubleword / exclusive load or store of a peripheral register, which "
+        "the firmware's register model does not serve",
+    ),
     "output_mismatch": (
         FUNCTIONAL,
         "returns or writes something other than the reference on a test input",
@@ -162,6 +172,11 @@ CODES: dict[str, tuple[str, str]] = {
     ),
     "firmware_too_large": (RESOURCE, "the firmware does not fit the chip's flash or RAM"),
     "trace_limit": (RESOURCE, "more peripheral accesses than the register trace holds"),
+    "register_poll_hang": (
+        TIMEOUT,
+        "the firmware polls a peripheral register for a bit that never comes (the register "
+        "model answers as the chip would; or the reference never touches that register)",
+    ),
     "kernel_timeout": (TIMEOUT, "the candidate's kernels did not finish in the wall-clock limit"),
     # infra: never the candidate's fault
     "tool_missing": (INFRA, "a required tool is not installed"),

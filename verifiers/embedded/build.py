@@ -20,7 +20,7 @@ TARGET = Path(__file__).with_name("target")
 INCLUDE = TARGET / "include"  # what a candidate's file may include (stm32f4.h, hal.h)
 HARNESS_SRC = TARGET / "src"  # startup, harness, HAL sources and harness.h
 LINKER_SCRIPT = TARGET / "stm32f4.ld"
-HARNESS_SOURCES = ("startup.c", "harness.c", "hal.c")
+HARNESS_SOURCES = ("startup.c", "harness.c", "hal.c", "periph.c")
 CC = "arm-none-eabi-gcc"
 ARCH_FLAGS = ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16")
 # -Werror=...: what GCC 12 only warns about but a real firmware build must refuse

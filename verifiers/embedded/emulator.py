@@ -9,12 +9,16 @@ output itself.
 STM32F407's peripheral map). It models the Cortex-M4 core (NVIC, SysTick, SCB, FPU),
 USART1-6, TIM2-5, ADC1-3, SPI1-3, EXTI and SYSCFG; RCC, GPIO, DMA, PWR and FLASH are
 "unimplemented devices": writes are dropped, reads return 0, and `-d unimp` logs each
-access, which is the register trace. The exit code comes from semihosting
-SYS_EXIT_EXTENDED; USART1 is the run's stdout; the trace is its stderr (a firmware
-reaches neither stream by semihosting: the console is a null device, and the sandbox's
-seccomp filter refuses any file open for writing). `-icount shift=0,sleep=off` makes
-virtual time the instruction count: the same firmware gives the same run, and a firmware
-waiting for an interrupt skips ahead to it instead of sleeping.
+access, which is the register trace. The harness gives those registers values in the guest
+(target/src/periph.c: MPU trap, shadow, presets); the trace still holds every access, and
+`EmulatorRun.writes` replays it against the same presets. The exit code comes from
+semihosting SYS_EXIT_EXTENDED, the one call served (`target=gdb` and no debugger attached:
+QEMU handles the exit itself and forwards every other call to a debugger that is not
+there, so opens, reads and SYS_SYSTEM come back without touching the host); USART1 is the
+run's stdout; the trace is its stderr (a firmware reaches neither stream by semihosting).
+`-icount shift=0,sleep=off` makes virtual time the instruction count: the same firmware
+gives the same run, and a firmware waiting for an interrupt skips ahead to it instead of
+sleeping.
 
 A Renode backend (the emulator of the seed paper; not installable here) would implement
 the same two methods: `argv` would start `renode --console --disable-xwt` on a script
@@ -27,6 +31,7 @@ QEMU 7.2 lacks (there the budget is the run's CPU seconds under -icount).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import Protocol
 
 FEEDER = Path(__file__).with_name("target") / "uart_feeder.py"  # copied into the work dir
+PERIPH_MODEL = Path(__file__).with_name("target") / "src" / "periph.c"
 
 # QEMU's unimp lines: "RCC: unimplemented device write (size 4, offset 0x030, value 0x1)"
 _UNIMP = re.compile(
@@ -43,6 +49,45 @@ _UNIMP = re.compile(
 # "qemu: fatal: Lockup: can't escalate 3 to HardFault", then a register dump (R00=...)
 _LOCKUP = re.compile(r"^qemu: fatal: Lockup\b")
 _REGISTER = re.compile(r"\b(R1[0-5]|R0\d)=([0-9a-f]{8})\b")
+# the harness's last line (harness.c crucible_state_report): the core's state at the test
+# main's return, after a record separator no task prints
+_STATE = re.compile(r"\x1e!state ([^\n\x1e]*)\n\Z")
+_PRESET = re.compile(
+    r"\{(0x[0-9A-Fa-f]{8})u, (0x[0-9A-Fa-f]{8})u, (0x[0-9A-Fa-f]{8})u\}, /\* PRESET"
+)
+# QEMU's names of the unimplemented devices whose registers the harness models (periph.c)
+DEVICE_BASES = {
+    **{f"GPIO{c}": 0x40020000 + 0x400 * i for i, c in enumerate("ABCDEFGHI")},
+    "RCC": 0x40023800,
+    "Flash Int": 0x40023C00,
+    "DMA1": 0x40026000,
+    "DMA2": 0x40026400,
+    "PWR": 0x40007000,
+}
+# registers whose writes are actions, not values (BSRR sets / resets ODR bits, LIFCR / HIFCR
+# clear flags): a write holds only the lanes it wrote, and the register keeps no value
+ACTION_REGISTERS = {**{(f"GPIO{c}", 0x18): "BSRR" for c in "ABCDEFGHI"},
+                    ("DMA1", 0x08): "LIFCR", ("DMA1", 0x0C): "HIFCR",
+                    ("DMA2", 0x08): "LIFCR", ("DMA2", 0x0C): "HIFCR"}  # fmt: skip
+
+
+@functools.cache
+def presets() -> dict[int, tuple[int, int]]:
+    """address -> (value before the test main, bits the hardware owns), from periph.c's
+    PRESET rows: the firmware's reads and the verifier's replay start from the same values."""
+    return {
+        int(a, 16): (int(v, 16), int(ro, 16))
+        for a, v, ro in _PRESET.findall(PERIPH_MODEL.read_text())
+    }
+
+
+def preset_of(device: str, offset: int) -> tuple[int, int]:
+    base = DEVICE_BASES.get(device)
+    if base is None:
+        return 0, 0
+    return presets().get(base + offset, (0, 0))
+
+
 # a firmware stuck on a status bit the emulator never sets reads the same register again and
 # again with nothing else in between: this many in a row at the end of the trace
 SPIN_READS = 200
@@ -72,13 +117,35 @@ class EmulatorRun:
     # the core locked up (a fault it could not take: the stack ran out of RAM, a broken
     # vector table): its registers then, {"R13": sp, "R15": pc, ...}
     lockup: dict[str, int] | None = None
+    # the core's state when the test main returned (primask, basepri, vtor, ...), or None
+    state: dict[str, int] | None = None
 
     def writes(self, device: str, offset: int) -> list[int]:
-        return [
-            a.value or 0
-            for a in self.accesses
-            if a.op == "write" and a.device == device and a.offset == offset
-        ]
+        """The register's value after each write that reaches any of its bytes (a byte or
+        halfword store at offset + 1..3 is a write of that register's lanes), starting
+        from the harness's preset; an action register (BSRR) gives the lanes written."""
+        values, running = [], preset_of(device, offset)[0]
+        action = (device, offset) in ACTION_REGISTERS
+        for a in self.accesses:
+            if a.op != "write" or a.device != device or not 0 <= a.offset - offset < 4:
+                continue
+            shift = 8 * (a.offset - offset)
+            lanes = (0xFFFFFFFF if a.size >= 4 else (1 << 8 * a.size) - 1) << shift & 0xFFFFFFFF
+            bits = ((a.value or 0) << shift) & lanes
+            if action:
+                values.append(bits)
+            else:
+                running = (running & ~lanes) | bits
+                values.append(running)
+        return values
+
+    def final(self, device: str, offset: int) -> int:
+        """The register's value at the end: its preset, then every write's lanes."""
+        w = self.writes(device, offset)
+        return w[-1] if w else preset_of(device, offset)[0]
+
+    def touches(self, device: str, offset: int) -> bool:
+        return any(a.device == device and 0 <= a.offset - offset < 4 for a in self.accesses)
 
     def spin(self) -> Access | None:
         """The unmodelled register the firmware ended polling, if it did (SPIN_READS reads
@@ -150,7 +217,7 @@ class Qemu:
             "-chardev",
             "null,id=semihost",
             "-semihosting-config",
-            "enable=on,target=native,chardev=semihost",
+            "enable=on,target=gdb,chardev=semihost",
             "-sandbox",
             self.SANDBOX,
             "-icount",
@@ -197,9 +264,14 @@ class Qemu:
         lockup = None
         if any(_LOCKUP.search(e) for e in errors):
             lockup = {r: int(v, 16) for r, v in _REGISTER.findall("\n".join(errors))}
+        state = None
+        if m := _STATE.search(stdout):
+            stdout = stdout[: m.start()]
+            state = {k: int(v, 16) for k, v in (kv.split("=", 1) for kv in m[1].split()) if v}
         return EmulatorRun(
             exit_code=returncode,
             uart=stdout,
+            state=state,
             accesses=accesses,
             errors=errors,
             trace_truncated=truncated,

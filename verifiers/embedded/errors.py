@@ -167,3 +167,25 @@ def describe_fault(f: dict, where: str | None) -> str:
 def unhandled_irq(uart: str) -> int | None:
     found = _UNHANDLED.findall(uart)
     return int(found[-1]) if found else None
+
+
+_OOB = re.compile(
+    r"!oob first=0x(?P<first>[0-9a-f]{8}) last=0x(?P<last>[0-9a-f]{8}) "
+    r"(?P<kind>painted|zone)=0x(?P<lo>[0-9a-f]{8})-0x(?P<hi>[0-9a-f]{8})"
+)
+_PERIPH = re.compile(r"!periph_unsupported PC=0x([0-9a-f]{8}) ADDR=0x([0-9a-f]{8})")
+
+
+def oob_report(uart: str) -> dict[str, int | str] | None:
+    """The harness's report of painted RAM or a test buffer's red zone found changed (the
+    last one: it exits after it); `kind` says which."""
+    found = list(_OOB.finditer(uart))
+    if not found:
+        return None
+    m = found[-1]
+    return {"kind": m["kind"], **{k: int(m[k], 16) for k in ("first", "last", "lo", "hi")}}
+
+
+def periph_unsupported(uart: str) -> tuple[int, int] | None:
+    found = _PERIPH.findall(uart)
+    return (int(found[-1][0], 16), int(found[-1][1], 16)) if found else None

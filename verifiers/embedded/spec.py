@@ -82,7 +82,11 @@ HARNESS_FIELDS = (
     Field("registers", list, "[[harness.registers]] tables", required=False),
     Field("max_flash", int, "a flash budget in bytes", False, lambda v: v > 0),
     Field("max_ram", int, "a RAM budget in bytes (.data + .bss)", False, lambda v: v > 0),
+    Field("exit_state", dict, "what must hold of the core when the test main returns: "
+          "primask, basepri, faultmask, vtor, systick_ctrl (bits 2:0)", False,
+          lambda v: set(v) <= set(EXIT_STATE) and all(_u32(x) for x in v.values())),
 )  # fmt: skip
+EXIT_STATE = ("primask", "basepri", "faultmask", "vtor", "systick_ctrl")
 REGISTER_FIELDS = (
     Field("device", str, 'the peripheral as QEMU names it in its trace ("RCC", "GPIOA")',
           check=lambda v: bool(re.fullmatch(r"[A-Za-z][\w\[\] ]*", v))),
@@ -94,8 +98,8 @@ REGISTER_FIELDS = (
     Field("sequence", list, "every value written, in order, under the mask", False,
           lambda v: bool(v) and all(_u32(x) for x in v)),
     Field("absent", bool, "true: the register must never be written", required=False),
-    Field("preserve", bool, "true: each write must follow a read of it (read-modify-write: "
-          "other bits kept)", required=False),
+    Field("preserve", bool, "true: the bits outside `mask` end as the harness preset them "
+          "(read-modify-write: other bits kept, judged by value)", required=False),
 )  # fmt: skip
 
 
@@ -193,6 +197,6 @@ def load_embedded_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | N
         "timeout_s": float(harness_in.get("timeout_s", DEFAULT_TIMEOUT_S)),
         "registers": registers,
         **({"uart": harness_in["uart"]} if "uart" in harness_in else {}),
-        **{k: harness_in[k] for k in ("max_flash", "max_ram") if k in harness_in},
+        **{k: harness_in[k] for k in ("max_flash", "max_ram", "exit_state") if k in harness_in},
     }
     return iface, harness, reference

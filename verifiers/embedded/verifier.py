@@ -14,15 +14,26 @@ Gates, in order:
   an undefined reference is `api` with the missing symbols.
 - `size` (build): flash and RAM use against the chip's (and the task's budget).
 - `boot` (run): QEMU runs the ELF in the sandbox, under a seccomp filter that refuses every
-  file open for writing, removal and rename, and QEMU's own seccomp (no process creation):
-  a firmware's semihosting open / remove / system calls fail or end the run. Its outcome:
-  exit code (semihosting), USART1 transcript, the register trace of unmodelled peripherals
-  (emulator.py). A fault, an interrupt with no handler, a hang or a flood end here. A
-  firmware polling a register the emulator does not model (a PLL-ready bit) never gets
-  its bit: that is the emulator's limit, `infra_error` `emulator_unmodelled_register`, never
-  the candidate's label.
-- `exit`, `uart`, `registers` (judge): the exit code, the exact transcript and the
-  expected register writes of the task.
+  file open for writing, removal and rename, and QEMU's own seccomp (no process creation).
+  Semihosting serves the harness's exit and nothing else (`target=gdb` with no debugger: a
+  firmware's open / read / system calls come back without effect, so it learns nothing of
+  the host). Before the test main the harness (target/src) gives the peripherals QEMU does
+  not model register values (periph.c: the MPU traps every access there, a shadow answers
+  loads from non-zero presets, ready bits follow their enables, and the access itself still
+  reaches QEMU's trace) and paints the free RAM; after it, it reads the paint back and
+  reports the core's state. Its outcome: exit code (semihosting), USART1 transcript, the
+  register trace of unmodelled peripherals (emulator.py). A fault, an interrupt with no
+  handler, a write outside every object (`out_of_bounds_write`), a hang or a flood end here.
+  A firmware that ends polling a register is the firmware's (`register_poll_hang`) where the
+  model answers as the chip would or the reference never touches that register; only a
+  register outside the model that the reference uses too is the emulator's limit
+  (`infra_error` `emulator_unmodelled_register`).
+- `exit`, `uart`, `registers` (judge): the exit code and the core's state at exit where the
+  task names it (PRIMASK, BASEPRI, VTOR, SysTick), the exact transcript, and the expected
+  register writes of the task, decoded by register and access size (a byte store to a
+  register's upper byte is a write of that register's bits); a `preserve` register's bits
+  outside the task's fields must end as the harness preset them (judged by value, so a
+  dummy read before a constant write is no read-modify-write).
 
 The trust boundary: the verdict comes from QEMU's exit status, its stdout (USART1) and
 its stderr (the unimp trace), pipes the guest cannot open (the semihosting console is a
@@ -45,10 +56,18 @@ from typing import Any
 from verifiers import seccomp
 from verifiers.base import Context, GateFail, Tool, Verifier, fail_on_limit, put_input
 from verifiers.contract import Artifact, Status, Task
+from verifiers.elf import STT_OBJECT
 from verifiers.embedded import build, errors
 from verifiers.embedded.domain import DOMAIN
 from verifiers.embedded.elf import SHF_ALLOC, SHT_NOBITS, STT_FUNC, BadElf, Elf, semihosting_traps
-from verifiers.embedded.emulator import BACKENDS, FEEDER, EmulatorRun
+from verifiers.embedded.emulator import (
+    ACTION_REGISTERS,
+    BACKENDS,
+    DEVICE_BASES,
+    FEEDER,
+    EmulatorRun,
+    preset_of,
+)
 from verifiers.embedded.spec import C_HEADERS, TARGET_HEADERS, parse_prototype
 from verifiers.feedback import first_line_difference, trim
 from verifiers.sandbox import CPU_SPENT, RunResult, Sandbox, SandboxSession
@@ -68,13 +87,22 @@ MAX_OBJECT = 4 * 1024 * 1024
 HARNESS_SECTIONS = (".isr_vector",)
 GUEST_WORK = "/fw"
 PROBE_S = 0.3  # when a hung firmware's PC is read (most hang within milliseconds of boot)
-EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT = 250, 251, 252
+_TRACE_REG = re.compile(r"^(.+?)\+0x([0-9a-f]+) ", re.M)
+EXIT_FAULT, EXIT_UNHANDLED, EXIT_WAIT, EXIT_OOB, EXIT_PERIPH = 250, 251, 252, 253, 249
+# what the harness reports of the core at the test main's return, and how to read a value
+STATE_FIELDS = {
+    "primask": "PRIMASK (1: interrupts disabled)",
+    "basepri": "BASEPRI",
+    "faultmask": "FAULTMASK",
+    "vtor": "SCB->VTOR",
+    "systick_ctrl": "SysTick->CTRL[2:0] (ENABLE, TICKINT, CLKSOURCE)",
+}
 
 
 class EmbeddedVerifier(Verifier):
     domain = "embedded"
     name = "embedded-qemu"
-    version = "1"
+    version = "2"  # 2: register values, RAM paint, exit state, semihosting exit only (#29)
     resource = DOMAIN.resource
     gates = DOMAIN.gate_names
     session_sandbox = True  # compile + link share one sandbox; the emulator gets its own
@@ -114,8 +142,9 @@ class EmbeddedVerifier(Verifier):
 
     def refuse_traps(self, obj: Elf) -> None:
         """Only the harness traps to the emulator's host (its exit): a candidate's object
-        that holds the semihosting trap is refused before it runs. (A firmware that jumps
-        to a trap elsewhere still meets the run's seccomp filters.)"""
+        that holds the semihosting trap is refused before it runs, with its reason. (A
+        firmware that jumps to a trap elsewhere, in data or in the harness, finds only the
+        exit served: the emulator's semihosting has no target but an absent debugger.)"""
         traps = semihosting_traps(obj)
         if traps:
             raise GateFail(
@@ -125,6 +154,16 @@ class EmbeddedVerifier(Verifier):
                 + ", ".join(traps)
                 + ": only the harness talks to the host",
             )
+
+    def seeded_test(self, task: Task) -> str:
+        """The task's test main with CRUCIBLE_SEED defined: its random inputs are drawn
+        anew per task and verifier version (so no candidate is fitted to one draw), and the
+        same for every candidate of both (so verdicts repeat)."""
+        seed = hashlib.sha256(f"{task.task_id}:{self.name}:{self.version}".encode()).digest()
+        return (
+            f"#define CRUCIBLE_SEED 0x{int.from_bytes(seed[:4], 'big'):08x}u\n"
+            + task.harness["test"]
+        )
 
     # --- gates --------------------------------------------------------------------------
     def gate_compile(self, ctx: Context) -> str:
@@ -204,7 +243,7 @@ class EmbeddedVerifier(Verifier):
         version = self.toolchain().get("arm-none-eabi-gcc", "")
         try:
             objs = build.harness_objects(version)
-            objs += build.compile_trusted({"test.c": task.harness["test"]}, version).values()
+            objs += build.compile_trusted({"test.c": self.seeded_test(task)}, version).values()
         except build.HarnessBuildError as e:
             raise GateFail(Status.INFRA_ERROR, "harness_error", str(e)) from None
         # the harness's objects and the linker script, read where they are (bound read-only)
@@ -292,14 +331,7 @@ class EmbeddedVerifier(Verifier):
         _record(ctx, run)
         spin = run.spin()
         if spin is not None and (truncated or res.timed_out or res.limit_hit):
-            raise GateFail(
-                Status.INFRA_ERROR,
-                "emulator_unmodelled_register",
-                f"the firmware polls {spin.device}+0x{spin.offset:03x}, a register the "
-                f"emulator does not model (reads return 0 forever): an emulator limit, "
-                f"not the firmware's failure",
-                metrics={"unmodelled_register": f"{spin.device}+0x{spin.offset:03x}"},
-            )
+            self._judge_spin(ctx, spin)
         # the signal the emulator really died of (its wait status, from the sandbox's pid 1):
         # an exit code above 128 (the harness's 250-252) is not a signal
         killed_by = res.stop.signal if res.stop is not None else None
@@ -356,6 +388,39 @@ class EmbeddedVerifier(Verifier):
                 _unhandled(ctx, irq),
                 feedback=f"{_unhandled(ctx, irq)}\nUART:\n{trim(run.uart, 1200)}",
             )
+        if run.exit_code == EXIT_OOB and (oob := errors.oob_report(run.uart)):
+            elf = ctx.state["elf"]
+            where = " .. ".join(
+                f"0x{a:08x}" + (f" ({n})" if (n := _where_in_ram(elf, a)) else "")
+                for a in dict.fromkeys((oob["first"], oob["last"]))
+            )
+            span = f"0x{oob['lo']:08x}-0x{oob['hi']:08x}"
+            detail = (
+                f"the firmware wrote past the bytes a call may write: {where} (the test's red "
+                f"zone {span}, filled before the call and checked after it)"
+                if oob["kind"] == "zone"
+                else f"the firmware wrote RAM outside every object and below its stack's 16 "
+                f"KiB: {where} (the harness painted {span} before the test main and found it "
+                "changed after)"
+            )
+            raise GateFail(
+                Status.WRONG_ANSWER,
+                "out_of_bounds_write",
+                detail,
+                metrics={"oob_first": f"0x{oob['first']:08x}", "oob_last": f"0x{oob['last']:08x}"},
+            )
+        if run.exit_code == EXIT_PERIPH and (bad := errors.periph_unsupported(run.uart)):
+            elf: Elf = ctx.state["elf"]
+            where = elf.function_at(bad[0])
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "unsupported_peripheral_access",
+                f"an access to 0x{bad[1]:08x} at PC=0x{bad[0]:08x}"
+                + (f" ({where})" if where else "")
+                + " is a multiple, doubleword, exclusive or FPU load/store of a peripheral "
+                "register, which the register model does not serve (single LDR/STR of a "
+                "byte, halfword or word do): an explained, final outcome, never retried",
+            )
         if run.exit_code == EXIT_WAIT and "!wait_timeout" in run.uart:
             raise GateFail(
                 Status.WRONG_ANSWER,
@@ -392,6 +457,53 @@ class EmbeddedVerifier(Verifier):
         if run.accesses:
             hang.feedback += "\nregister writes:\n" + run.trace_summary(20)
 
+    def _judge_spin(self, ctx: Context, spin) -> None:
+        """A firmware that ended polling one peripheral register. The registers the harness
+        models (periph.c) answer as the chip would after the writes the firmware made (a
+        ready bit follows its enable): a bit that never comes is the firmware's. A register
+        outside the model is the emulator's limit only where the reference itself touches
+        it; one the reference never reads or writes is the firmware's own wait."""
+        name = f"{spin.device}+0x{spin.offset:03x}"
+        metrics = {"polled_register": name}
+        modelled = (spin.offset & ~3) + DEVICE_BASES.get(spin.device, -1) in _modelled_words()
+        if modelled or not self._reference_touches(ctx.task, spin.device, spin.offset & ~3):
+            why = (
+                "the register model answers as the chip would after the writes the firmware "
+                "made, and the bit it waits for never comes"
+                if modelled
+                else "the emulator does not model it, and the task's reference never touches it"
+            )
+            raise GateFail(
+                Status.TIMEOUT,
+                "register_poll_hang",
+                f"the firmware hangs polling {name}: {why}",
+                metrics=metrics,
+            )
+        raise GateFail(
+            Status.INFRA_ERROR,
+            "emulator_unmodelled_register",
+            f"the firmware polls {name}, a register the emulator does not model (reads return "
+            f"0 forever) and the task's reference uses too: an emulator limit, not the "
+            f"firmware's failure",
+            metrics=metrics,
+        )
+
+    def _reference_touches(self, task: Task, device: str, offset: int) -> bool:
+        """Whether the task's reference reads or writes that register (its own run, once per
+        task and verifier; no reference: assumed, so the limit stays the emulator's)."""
+        if not task.reference:
+            return True
+        key = task.task_id
+        cache = self.__dict__.setdefault("_reference_regs", {})
+        if key not in cache:
+            v = self.verify(task, task.reference)
+            if not v.passed:  # a reference that fails (or a slow machine): not known, not kept
+                return True
+            trace = next((a.data for a in v.artifacts if a.name == "register_trace.txt"), b"")
+            cache[key] = set(_TRACE_REG.findall(trace.decode()))
+        regs = cache[key]
+        return any(d == device and int(o, 16) & ~3 == offset for d, o in regs)
+
     def gate_exit(self, ctx: Context) -> str:
         run: EmulatorRun = ctx.state["run"]
         want = int(ctx.task.harness.get("exit_code", 0))
@@ -403,7 +515,21 @@ class EmbeddedVerifier(Verifier):
                 feedback=f"exit code {run.exit_code}, expected {want}\n"
                 f"UART:\n{trim(run.uart, 1500)}",
             )
-        return f"exit code {want}"
+        want_state = ctx.task.harness.get("exit_state") or {}
+        got = run.state or {}
+        if want_state:
+            ctx.metrics["exit_state"] = {k: got.get(k) for k in want_state}
+        for key, value in want_state.items():
+            if got.get(key) != value:
+                shown = "none reported" if key not in got else f"0x{got[key]:x}"
+                raise GateFail(
+                    Status.WRONG_ANSWER,
+                    "exit_state_mismatch",
+                    f"when the test main returned, {STATE_FIELDS[key]} was {shown}; the task "
+                    f"requires 0x{value:x}",
+                    feedback=f"core state at exit: {got}\nUART:\n{trim(run.uart, 1200)}",
+                )
+        return f"exit code {want}" + (f", {len(want_state)} state checks" if want_state else "")
 
     def gate_uart(self, ctx: Context) -> str:
         want = ctx.task.harness.get("uart")
@@ -447,7 +573,12 @@ class EmbeddedVerifier(Verifier):
                         f"0x{mask:08x}"
                     )
             if problem is None and reg.get("preserve"):
-                problem = _clobbered(run, reg, where)
+                # the task's fields of this register: every check of it names some
+                fields = 0
+                for r in expected:
+                    if (r["device"], r["offset"]) == (reg["device"], reg["offset"]):
+                        fields |= r["mask"] if not r.get("absent") else 0
+                problem = _clobbered(run, reg, fields, where)
             if problem:
                 raise GateFail(
                     Status.WRONG_ANSWER,
@@ -493,25 +624,40 @@ def _spent_cpu(res: RunResult, budget: float, what: str) -> None:
         )
 
 
-def _clobbered(run: EmulatorRun, reg: dict, where: str) -> str | None:
-    """A write of the register with no read of it since its previous write: the other bits
-    were not kept (`=` where `|=` was meant). Reads of unmodelled registers return 0 here,
-    so only the order of the trace can tell the two apart."""
-    key = (reg["device"], reg["offset"])
-    read = False
-    for n, a in enumerate(run.accesses):
-        if (a.device, a.offset) != key:
-            continue
-        if a.op == "read":
-            read = True
-        elif not read:
+def _clobbered(run: EmulatorRun, reg: dict, fields: int, where: str) -> str | None:
+    """The bits outside the task's fields (and outside what the hardware owns) must hold the
+    harness's preset after every write, the last included: judged by value, so a dummy read
+    followed by a constant write fails like a plain `=`, a byte store into another field is
+    seen, and so is a clobber put right again later (a glitch on the SWD pins)."""
+    device, offset = reg["device"], reg["offset"]
+    if (device, offset) in ACTION_REGISTERS:
+        return None
+    preset, ro = preset_of(device, offset)
+    keep = ~(fields | ro) & 0xFFFFFFFF
+    for n, value in enumerate(run.writes(device, offset)):
+        changed = (value ^ preset) & keep
+        if changed:
             return (
-                f"{where} written (0x{a.value or 0:08x}, access {n + 1} of the trace) without "
-                f"reading it first: its other bits are not kept (a read-modify-write was required)"
+                f"{where} is 0x{value:08x} after write {n + 1}: bits 0x{changed:08x} outside "
+                f"the task's fields (0x{fields:08x}) changed from their value before the test "
+                f"(0x{preset:08x}); the other bits were not kept (a read-modify-write was "
+                "required)"
             )
-        else:
-            read = False
     return None
+
+
+def _where_in_ram(elf: Elf, addr: int) -> str | None:
+    """A RAM address by the firmware's objects: "name+0x12" inside one, else "N bytes past
+    the end of X" for the nearest object below it."""
+    objects = [s for s in elf.symbols if s.type == STT_OBJECT and s.defined and s.size]
+    inside = [s for s in objects if s.value <= addr < s.value + s.size]
+    if inside:
+        return f"{inside[0].name}+0x{addr - inside[0].value:x}"
+    below = [s for s in objects if s.value + s.size <= addr]
+    if not below:
+        return None
+    best = max(below, key=lambda s: s.value + s.size)
+    return f"{addr - best.value - best.size} bytes past the end of {best.name}"
 
 
 def _hexes(values: list[int], most: int = 8) -> str:
@@ -599,3 +745,15 @@ def _unhandled(ctx: Context, irq: int) -> str:
         if near:
             text += f" (the candidate defines {', '.join(sorted(near))}: a misspelt name?)"
     return text
+
+
+@functools.cache
+def _modelled_words() -> frozenset[int]:
+    """Addresses of the words the harness's register model keeps (periph.c's windows)."""
+    src = (build.HARNESS_SRC / "periph.c").read_text()
+    body = src[src.index("windows[] = {") : src.index("};", src.index("windows[] = {"))]
+    return frozenset(
+        int(base, 16) + 4 * i
+        for base, words in re.findall(r"\{(0x[0-9A-Fa-f]+)u, (\d+)\}", body)
+        for i in range(int(words))
+    )

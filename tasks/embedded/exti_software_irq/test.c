@@ -20,6 +20,10 @@ int crucible_test_main(void) {
   crucible_report("ftsr", EXTI->FTSR);
   crucible_report_dec("iser_exti0", (NVIC->ISER[0] >> EXTI0_IRQn) & 1u);
   crucible_report_dec("count0", (int32_t)exti0_count());
+  /* another line pending (line 5, unmasked, its IRQ not enabled): the handler's clear of PR0
+     must leave it pending; `EXTI->PR |= EXTI_LINE(0)` writes it back as 1 and clears it */
+  EXTI->SWIER = EXTI_LINE(5);
+  crucible_report("pr5_before", EXTI->PR & EXTI_LINE(5));
   for (uint32_t k = 1; k <= 3u; k++) {
     exti0_trigger_soft();
     crucible_report("swier", EXTI->SWIER & 1u);
@@ -31,6 +35,7 @@ int crucible_test_main(void) {
     crucible_report_dec("count", (int32_t)exti0_count());
   }
   crucible_report("pr", EXTI->PR);
+  EXTI->PR = EXTI_LINE(5);
   NVIC_DisableIRQ(EXTI0_IRQn);
   return 0;
 }

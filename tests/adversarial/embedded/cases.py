@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tests.adversarial.harness import CANDIDATE_FAULT, LIMITS, REFUSED
 from verifiers.catalog import load_task
+from verifiers.contract import Status
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "embedded" / "board"
 INFRA_TEXT = (
@@ -115,10 +116,9 @@ ALL = (
     ),
     _semihosting(
         "host-write_outside",
-        '  if (sh_open("{TMP}/crucible-embedded-planted", 4) < 0 &&\n'
-        '      sh_open("/work/planted.c", 4) < 0 && sh_open("/dev/stderr", 4) < 0) {\n'
-        + WRONG
-        + "  }\n",
+        '  (void)sh_open("{TMP}/crucible-embedded-planted", 4);\n'
+        '  (void)sh_open("/work/planted.c", 4);\n'
+        '  (void)sh_open("/dev/stderr", 4);\n' + WRONG,
     ),
     _semihosting(
         "host-forge_trace_on_stderr",
@@ -184,3 +184,142 @@ ALL = (
         ),
     ),
 )
+
+
+# --- what the task's cases did not reach (#29): each fails for its own reason -------------
+# (status, code) exact: a wrong candidate that fails for another reason would hide a gap
+
+TASKS = FIXTURE.parents[3] / "tasks" / "embedded"
+I2C1_SR1 = "(*(volatile uint32_t *)0x40005414u)"  # QEMU leaves I2C1 unimplemented
+# Thumb `bkpt 0xab; bx lr` as data: no trap in any executable section of the object, so the
+# link gate lets it through; the firmware jumps into it (flash is executable)
+DATA_TRAP = """
+static const uint16_t gadget[2] = {0xbeabu, 0x4770u};
+static int semihost(uint32_t op, void *arg) {
+  return ((int (*)(uint32_t, void *))((uint32_t)gadget | 1u))(op, arg);
+}
+static char leak[96];
+static void steal(const char *path) {
+  uint32_t len = 0;
+  while (path[len]) len++;
+  uint32_t a[3] = {(uint32_t)path, 0, len};
+  int h = semihost(0x01, a);
+  uint32_t r[3] = {(uint32_t)h, (uint32_t)leak, sizeof(leak) - 1};
+  (void)semihost(0x06, r);
+}
+"""
+
+
+@dataclass(frozen=True)
+class Exact:
+    id: str
+    task: Path
+    code: str
+    status: Status
+    reason: str  # the taxonomy code of its real reason
+
+
+def _ref(task: Path) -> str:
+    return load_task(task, "embedded").reference
+
+
+def _edit(task: Path, *pairs: tuple[str, str], prelude: str = "") -> str:
+    code = _ref(task)
+    for old, new in pairs:
+        assert old in code, old
+        code = code.replace(old, new)
+    return prelude + code
+
+
+_CRC = TASKS / "crc16_ccitt"
+_EXTI = TASKS / "exti_software_irq"
+_NVIC = TASKS / "nvic_preemption_order"
+_COBS = TASKS / "cobs_framing"
+_FIR = TASKS / "fixed_point_fir"
+_FIR_SIG = "void fir_q15(const int16_t coef[8], const int16_t *in, int16_t *out, uint32_t n) {"
+_ENC_SIG = "uint32_t cobs_encode(const uint8_t *in, uint32_t len, uint8_t *out) {"
+_RMW = "RCC->AHB1ENR |= RCC_AHB1ENR_GPIOAEN;"
+_MODER = "GPIOA->MODER = (GPIOA->MODER & ~(3UL << 10)) | (GPIO_MODER_OUTPUT << 10);"
+_W, _RM, _UART = Status.WRONG_ANSWER, "register_mismatch", "uart_mismatch"
+_SPIN = (Status.TIMEOUT, "register_poll_hang")
+_STATE = (Status.WRONG_ANSWER, "exit_state_mismatch")
+_OOB = (Status.WRONG_ANSWER, "out_of_bounds_write")
+_CRC_RET = "  return crc;\n}"
+_LOG_AT = "uint32_t order_log_at(uint32_t i) {"
+_BASEPRI_80 = '__asm__ volatile("msr basepri, %0" : : "r"(0x80u));'
+_PR = "  EXTI->PR = EXTI_LINE(0);\n  events++;"
+
+
+def _board(old: str, new: str) -> str:
+    return into_led("").replace(old, new)
+
+
+EXACT = (
+    # preservation judged by the values at the end, not by the order of reads and writes
+    Exact("rmw-dummy_read_then_constant", FIXTURE,
+          _board(_RMW, "(void)RCC->AHB1ENR;\n  RCC->AHB1ENR = RCC_AHB1ENR_GPIOAEN;"), _W, _RM),
+    Exact("rmw-read_kept_aside_then_constant_moder", FIXTURE,
+          _board(_MODER, "uint32_t m = GPIOA->MODER;\n  (void)m;\n"
+                         "  GPIOA->MODER = GPIO_MODER_OUTPUT << 10;"), _W, _RM),
+    Exact("rmw-clobber_then_put_right", FIXTURE,
+          _board(_MODER, "uint32_t m = GPIOA->MODER;\n  GPIOA->MODER = GPIO_MODER_OUTPUT << 10;\n"
+                         "  GPIOA->MODER = (m & ~(3UL << 10)) | (GPIO_MODER_OUTPUT << 10);"),
+          _W, _RM),
+    # sub-word stores are writes of their register's lanes
+    Exact("subword-byte_store_clears_the_swd_pins", FIXTURE,
+          _board(_MODER, _MODER + "\n  *((volatile uint8_t *)&GPIOA->MODER + 3) = 0;"), _W, _RM),
+    Exact("subword-bsrr_upper_halfword_wrong_pin", FIXTURE,
+          into_led("  if (!on) {\n    *((volatile uint16_t *)&GPIOA->BSRR + 1) = 1u << 6;\n"
+                   "    return;\n  }\n"), _W, _RM),
+    Exact("subword-byte_store_clears_ccm_clock", FIXTURE,
+          _board(_RMW, _RMW + "\n  *((volatile uint8_t *)&RCC->AHB1ENR + 2) = 0;"), _W, _RM),
+    # inputs past what the old tests reached (256 bytes): the sweep goes to 16384
+    Exact("range-wrong_above_300_bytes", _CRC,
+          _edit(_CRC, (_CRC_RET, "  return len > 300u ? (uint16_t)(crc ^ 1u) : crc;\n}")),
+          _W, _UART),
+    Exact("range-wrong_at_exactly_1000_bytes", _CRC,
+          _edit(_CRC, (_CRC_RET, "  return len == 1000u ? (uint16_t)(crc ^ 0x8000u) : crc;\n}")),
+          _W, _UART),
+    Exact("range-table_version_ignores_the_table", _CRC,
+          _edit(_CRC, ("uint16_t crc16_table(const uint8_t *data, uint32_t len) {",
+                       "uint16_t crc16_table(const uint8_t *data, uint32_t len) {\n"
+                       "  if (len > 64u) return crc16_bitwise(data, len);")), _W, _UART),
+    Exact("range-fir_stops_at_300_samples", _FIR,
+          _edit(_FIR, (_FIR_SIG, _FIR_SIG + "\n  if (n > 300u) n = 300u;")), _W, _UART),
+    Exact("range-cobs_encodes_1000_bytes_at_most", _COBS,
+          _edit(_COBS, (_ENC_SIG, _ENC_SIG + "\n  if (len > 1000u) len = 1000u;")), _W, _UART),
+    # the core's state when the test returns
+    Exact("state-primask_left_set", _NVIC,
+          _edit(_NVIC, (_LOG_AT, _LOG_AT + "\n  __disable_irq();")), *_STATE),
+    Exact("state-basepri_left_raised", _NVIC,
+          _edit(_NVIC, (_LOG_AT, _LOG_AT + "\n  " + _BASEPRI_80)), *_STATE),
+    # a wrong firmware that spins first is still judged (before: infra_error, retried forever)
+    Exact("spin-unmodelled_register_the_reference_never_touches", FIXTURE,
+          into_led(f"  while (!({I2C1_SR1} & 1u)) {{\n  }}\n"), *_SPIN),
+    Exact("spin-pllrdy_without_pllon", FIXTURE,
+          into_led("  while (!(RCC->CR & RCC_CR_PLLRDY)) {\n  }\n"), *_SPIN),
+    Exact("spin-dma_flag_nothing_sets", FIXTURE,
+          into_led("  while (!(DMA2->HISR & (1u << 27))) {\n  }\n"), *_SPIN),
+    # a requirement the old test could not see: `PR |=` clears the other pending lines
+    Exact("exti-pr_or_equals", _EXTI,
+          _edit(_EXTI, (_PR, "  EXTI->PR |= EXTI_LINE(0);\n  events++;")), _W, _UART),
+    Exact("exti-pr_byte_or_equals", _EXTI,
+          _edit(_EXTI, (_PR, "  *(volatile uint8_t *)&EXTI->PR |= 1u;\n  events++;")), _W, _UART),
+    # semihosting from a trap kept in data: nothing read, nothing run; then the task done wrong
+    Exact("semihost-data_trap_reads_environ", FIXTURE,
+          into_led('  steal("/proc/self/environ");\n  say(leak);\n' + WRONG, DATA_TRAP), _W, _RM),
+    Exact("semihost-data_trap_reads_pid1_and_mounts", FIXTURE,
+          into_led('  steal("/proc/1/cmdline");\n  say(leak);\n  steal("/proc/self/mounts");\n'
+                   "  say(leak);\n" + WRONG, DATA_TRAP), _W, _RM),
+    # RAM outside every object, read back once after the test main
+    Exact("oob-wild_store_into_free_ram", FIXTURE,
+          into_led("  *(volatile uint32_t *)0x20010000u = on;\n"), *_OOB),
+    Exact("oob-far_past_a_global", FIXTURE,
+          into_led("  ((volatile uint8_t *)&tick_count)[40000] = 1u;\n"), *_OOB),
+    # a test buffer's red zone: the bytes past what a call may write
+    Exact("oob-encoder_appends_the_delimiter", _COBS,
+          _edit(_COBS, ("  out[code_at] = code;\n  return o;\n}",
+                        "  out[code_at] = code;\n  out[o] = 0;\n  return o;\n}")), *_OOB),
+    Exact("oob-decoder_terminates_past_the_input", _COBS,
+          _edit(_COBS, ("  return (int32_t)o;", "  out[len] = 0;\n  return (int32_t)o;")), *_OOB),
+)  # fmt: skip

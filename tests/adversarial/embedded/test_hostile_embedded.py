@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from tests.adversarial.embedded.cases import ALL, FIXTURE
+from tests.adversarial.embedded.cases import ALL, EXACT, FIXTURE
 from tests.adversarial.harness import assert_innocent_fails, assert_innocent_passes, verify_settled
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
@@ -80,3 +80,21 @@ def test_hostile_firmware_past_the_trap_check(case, task, raw, outside, tmp_path
     assert v.status is not Status.INFRA_ERROR
     assert not list(tmp_path.parent.glob("crucible-embedded-planted"))
     _after(raw, task)
+
+
+EXACT_TASKS = {c.task for c in EXACT}
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return {t: load_task(t, "embedded") for t in EXACT_TASKS}
+
+
+@pytest.mark.parametrize("case", EXACT, ids=[c.id for c in EXACT])
+def test_hostile_firmware_fails_for_its_own_reason(case, tasks, front):
+    """What the task's cases never reached (#29): each class fails with its real reason's
+    status and code, never a pass, never infra; and no host data reaches the transcript."""
+    v = front.verify(tasks[case.task], case.code, LIMITS)
+    assert (v.status, v.code) == (case.status, case.reason), v.feedback
+    uart = next((a.data for a in v.artifacts if a.name == "uart.txt"), b"")
+    assert not any(word in uart for word in (b"PATH=", b"HOME=", b"proc ", b"bwrap", b"qemu"))

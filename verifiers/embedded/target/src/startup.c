@@ -206,6 +206,49 @@ __attribute__((section(".isr_vector"), used)) void (*const crucible_vectors[16 +
     HASH_RNG_IRQHandler,
     FPU_IRQHandler,};
 
+/* RAM outside the firmware's objects: from the end of .bss to STACK_ALLOW below the stack
+   pointer the test main starts with is painted before it and read back once after it; a
+   word changed there is a write outside every object (a stray pointer, an overrun past the
+   last global). STACK_ALLOW is the stack's own room: many times what these tasks need. */
+#define PAINT 0xC5A3E1F7u
+#define STACK_ALLOW (16u * 1024u)
+
+static uint32_t *paint_end(void) {
+  uint32_t sp;
+  __asm__ volatile("mov %0, sp" : "=r"(sp));
+  uint32_t lo = (uint32_t)&_ebss;
+  uint32_t end = lo + (((sp - STACK_ALLOW) - lo) & ~31u); /* whole blocks of 8 words */
+  return sp - STACK_ALLOW > lo ? (uint32_t *)end : &_ebss;
+}
+
+/* eight words a store: the test main's virtual clock starts a few microseconds later, not a
+   few hundred (a timer task's reference is tuned to QEMU's timers in absolute time) */
+static void __attribute__((noinline)) paint(uint32_t *end) {
+  uint32_t *p = &_ebss;
+  __asm__ volatile(
+      "mov r4, %2\n mov r5, %2\n mov r6, %2\n mov r7, %2\n"
+      "1: cmp %0, %1\n bhs 2f\n stmia %0!, {r4-r7}\n stmia %0!, {r4-r7}\n b 1b\n 2:\n"
+      : "+r"(p)
+      : "r"(end), "r"(PAINT)
+      : "r4", "r5", "r6", "r7", "memory", "cc");
+}
+
+static void __attribute__((noinline)) check_paint(uint32_t *end) {
+  for (volatile uint32_t *p = &_ebss; p < end; p++) {
+    if (*p != PAINT) {
+      volatile uint32_t *last = p;
+      for (volatile uint32_t *q = p; q < end; q++) {
+        if (*q != PAINT) {
+          last = q;
+        }
+      }
+      crucible_oob_report("painted", (uint32_t)p, (uint32_t)last, (uint32_t)&_ebss,
+                          (uint32_t)end);
+      crucible_exit(CRUCIBLE_EXIT_OOB);
+    }
+  }
+}
+
 void Reset_Handler(void) {
   uint32_t *src = &_sidata;
   for (uint32_t *dst = &_sdata; dst < &_edata;) {
@@ -220,7 +263,13 @@ void Reset_Handler(void) {
   /* faults escalate to HardFault unless enabled: report them by their own name */
   SCB->SHCSR |= SCB_SHCSR_USGFAULTENA | SCB_SHCSR_BUSFAULTENA | SCB_SHCSR_MEMFAULTENA;
   SCB->CCR |= SCB_CCR_DIV_0_TRP;
-  crucible_exit(crucible_test_main());
+  crucible_periph_init();
+  uint32_t *end = paint_end();
+  paint(end);
+  int rc = crucible_test_main();
+  check_paint(end);
+  crucible_state_report();
+  crucible_exit(rc);
 }
 
 /* The exception frame the core pushed: r0-r3, r12, lr, pc, xpsr. */
@@ -237,8 +286,20 @@ static void __attribute__((used, noreturn)) crucible_fault(uint32_t *frame, uint
     __asm__ volatile("tst lr, #4\n ite eq\n mrseq r0, msp\n mrsne r0, psp\n movs r1, #" #kind \
                      "\n b crucible_fault\n");                                            \
   }
-FAULT_ENTRY(HardFault_Handler, 0)
-FAULT_ENTRY(MemManage_Handler, 1)
+/* MemManage (and HardFault, where MemManage could not preempt) first offer the fault to the
+   register model (periph.c): r4-r11 saved where it can read and change them, the stack kept
+   8-byte aligned for the call */
+#define TRAP_ENTRY(name, kind)                                                            \
+  void __attribute__((naked)) name(void) {                                                \
+    __asm__ volatile("tst lr, #4\n ite eq\n mrseq r0, msp\n mrsne r0, psp\n"              \
+                     "push {r4-r11, lr}\n sub sp, #4\n add r1, sp, #4\n"                   \
+                     "bl crucible_periph_trap\n add sp, #4\n mov r2, r0\n"                 \
+                     "pop {r4-r11, lr}\n cbz r2, 1f\n bx lr\n"                             \
+                     "1: tst lr, #4\n ite eq\n mrseq r0, msp\n mrsne r0, psp\n movs r1, #" #kind \
+                     "\n b crucible_fault\n");                                            \
+  }
+TRAP_ENTRY(HardFault_Handler, 0)
+TRAP_ENTRY(MemManage_Handler, 1)
 FAULT_ENTRY(BusFault_Handler, 2)
 FAULT_ENTRY(UsageFault_Handler, 3)
 
