@@ -61,6 +61,16 @@ PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes f
 PEAK_FLOPS = 1.979e15
 IMPLAUSIBLE_SPEEDUP = 50.0
 GPU_ONLY_GATES = ("correct", "timing")
+# What the CPU path (no GPU) can run, judged from the task's sizes before anything runs:
+# the runner's memory holds the model, the inputs and outputs, their red-zoned copies and
+# the files they are saved to (CPU_MEMORY_COPIES of them against Limits.memory_mb); the
+# interpreter runs ~1 ms per 1024-element program instance (FACTS: 0.5-1 ms), so a trial
+# costs about CPU_ELEMENT_S per element, and all trials must fit in half the correct
+# job's deadline. Past either, the gates that would run the kernels are infra_error /
+# no_gpu: a KernelBench-size task never ends as the candidate's timeout or memory_limit
+# on a node that could not have run the reference either.
+CPU_MEMORY_COPIES = 4
+CPU_ELEMENT_S = 1e-6
 
 
 @dataclass(frozen=True)
@@ -330,6 +340,14 @@ class KernelVerifier(Verifier):
         detail = self.compile_domain(ctx)
         if ctx.state.get("skip_runner"):
             return detail
+        if self.device != "cuda":
+            reach = self._cpu_reach(ctx)
+            if not reach["load"]:  # not even the model fits: nothing runs here
+                ctx.state["skip_runner"] = True
+                ctx.state["beyond_cpu"] = reach["why"]
+                return f"{detail}; the candidate is not loaded here: {reach['why']}"
+            if not reach["run"]:
+                ctx.state["beyond_cpu"] = reach["why"]
         # load the candidate, dry-run its launches at the timing shapes (meta tensors);
         # on a GPU the same job then runs one real forward, which compiles Triton's
         # kernels (outside the timing lock): at the timing shapes, or the small ones when
@@ -375,6 +393,8 @@ class KernelVerifier(Verifier):
                     metrics={"launch_violations": found[:8]},
                 )
         res = ctx.state.get("prepare")
+        if res is None and ctx.state.get("beyond_cpu"):
+            self._need_gpu(ctx, "launch")
         if res is None:
             return "not checked: " + ctx.state.get("launch_note", "no dry run for this path")
         launch = res.get("launch")
@@ -518,20 +538,70 @@ class KernelVerifier(Verifier):
     def _need_gpu(self, ctx: Context, gate: str) -> None:
         if self.device == "cuda":
             return
-        # Triton's interpreter is a faithful CPU path for correctness
-        cpu_ok = {"correct"} if self.domain == "triton" and self.device == "cpu" else set()
+        # Triton's interpreter is a faithful CPU path for correctness, at sizes it can run
+        beyond = ctx.state.get("beyond_cpu")
+        cpu_ok = set()
+        if self.domain == "triton" and self.device == "cpu" and not beyond:
+            cpu_ok = {"correct"}
         if gate in cpu_ok:
             return
-        wanted = [g for g in GPU_ONLY_GATES if g in self._wanted(ctx.limits) and g not in cpu_ok]
+        gates = ("launch", *GPU_ONLY_GATES) if gate == "launch" else GPU_ONLY_GATES
+        wanted = [g for g in gates if g in self._wanted(ctx.limits) and g not in cpu_ok]
+        why = f" ({beyond})" if beyond else ""
         raise GateFail(
             Status.INFRA_ERROR,
             "no_gpu",
-            f"{gate} needs a GPU and this node has none",
-            feedback=f"not run without a GPU: {', '.join(wanted)}; every gate before "
+            f"{gate} needs a GPU and this node has none{why}"[:300],
+            feedback=f"not run without a GPU: {', '.join(wanted)}{why}; every gate before "
             f"{gate} passed on the CPU. Verify on a GPU node, or ask only for the CPU gates "
             "(Limits.gates) to accept a result without them.",
-            metrics={"gates_not_run": wanted},
+            metrics={"gates_not_run": wanted, **({"beyond_cpu": beyond} if beyond else {})},
         )
+
+    def _cpu_reach(self, ctx: Context) -> dict:
+        """What this task's sizes let the CPU path run (`load`: the model built at the
+        timing sizes for the launch dry run; `run`: the trials at the small sizes), from
+        the sizes alone: tensors made on the meta device, nothing allocated."""
+        fp = self._footprint(ctx.task)
+        budget = ctx.limits.memory_mb * 2**20
+        h = ctx.task.harness
+        trials = h.get("trials", 5) + (1 if h.get("shift") else 0)
+        seconds = trials * fp["small_elements"] * CPU_ELEMENT_S
+        deadline = ctx.limits.timeout_s * 6 / 2  # half of gate_correct's CPU deadline
+        gib = 2**30
+        if CPU_MEMORY_COPIES * fp["params"] > budget:
+            why = (
+                f"the model's weights are {fp['params'] / gib:.2f} GiB at the timing sizes, "
+                f"past what a {ctx.limits.memory_mb} MB CPU runner can hold"
+            )
+            return {"load": False, "run": False, "why": why}
+        if CPU_MEMORY_COPIES * fp["small_bytes"] > budget:
+            why = (
+                f"the trials' tensors are {fp['small_bytes'] / gib:.2f} GiB, past what a "
+                f"{ctx.limits.memory_mb} MB CPU runner can hold"
+            )
+            return {"load": True, "run": False, "why": why}
+        if self.domain == "triton" and seconds > deadline:
+            why = (
+                f"{fp['small_elements']:.3g} elements a trial: about {seconds:.0f} s of "
+                f"Triton's interpreter for {trials} trials, past the CPU deadline of "
+                f"{deadline:.0f} s"
+            )
+            return {"load": True, "run": False, "why": why}
+        return {"load": True, "run": True, "why": ""}
+
+    def _footprint(self, task: Task) -> dict:
+        """Bytes of the model's weights at the timing sizes; bytes (weights, inputs,
+        outputs) and elements (inputs, outputs) of one trial at the small sizes."""
+        key = ("footprint", task.task_id)
+        if key in self._costs:
+            return self._costs[key]
+        fp = {"params": _meta_sizes(task, False)["params"]}
+        small = _meta_sizes(task, True)
+        fp["small_bytes"] = small["params"] + small["data"]
+        fp["small_elements"] = small["elements"]
+        self._costs[key] = fp
+        return fp
 
     def _tolerance(self, task: Task):
         """(atol, rtol) by output dtype: the task's override, else its dtype's row."""
@@ -1021,6 +1091,32 @@ class CudaVerifier(KernelVerifier):
         ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
         ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
         return detail
+
+
+def _meta_sizes(task: Task, small: bool) -> dict:
+    """The problem's weights, inputs and outputs at the timing (or small) sizes, made on
+    the meta device: their bytes and elements without allocating them. An output that
+    the meta device cannot compute counts as large as the inputs."""
+    import torch
+
+    from verifiers.kernels import runner
+
+    h = task.harness
+    problem = runner.problem_module(h["problem"], h.get("small") if small else None, "meta")
+    with torch.device("meta"):
+        inputs = [x for x in problem.get_inputs() if isinstance(x, torch.Tensor)]
+        model = problem.Model(*problem.get_init_inputs())
+    weights = [*model.parameters(), *model.buffers()]
+    try:
+        with torch.no_grad():
+            outs = [o for o in runner.as_outputs(model(*inputs)) if o.device.type == "meta"]
+    except Exception:  # an op without a meta kernel: as large as the inputs
+        outs = inputs
+    return {
+        "params": _nbytes(weights),
+        "data": _nbytes(inputs) + _nbytes(outs),
+        "elements": sum(x.numel() for x in [*inputs, *outs]),
+    }
 
 
 def _flops(model, inputs) -> int:
