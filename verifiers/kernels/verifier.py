@@ -145,7 +145,9 @@ def cuda_path(code: str) -> str | None:
 class KernelVerifier(Verifier):
     # 2: an output flood is the candidate's resource_limit (it passed before); a spent
     # CPU budget is a timeout; the machine rule (machine_slow, killed_externally)
-    version = "2"
+    # 3: red zones on the GPU and around inputs (out_of_bounds_write where a stray store
+    # passed); a task past the CPU path's reach is no_gpu (it was timeout/memory_limit)
+    version = "3"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
