@@ -27,8 +27,9 @@ Job steps (each job starts with `load`: children keep nothing between jobs):
 recorded and checked against the device's limits without running), `aot` (Triton: compile
 every recorded launch for sm_90), `warm` (GPU, after `launch`: one forward at the timing
 shapes, or the small ones past a launch limit: Triton's JIT compile), `outputs` (forward on
-each trial's fresh inputs, allocations poisoned with NaN; on a GPU each trial's inputs and
-outputs handed to the verifier as exported GPU memory, on a CPU saved as files), `time`
+each trial's fresh inputs, allocations poisoned with NaN, inputs and allocations between
+red zones checked after forward; on a GPU each trial's inputs and outputs handed to the
+verifier as exported GPU memory, on a CPU saved as files), `time`
 (CUDA events, L2 flushed, a device-wide synchronize per run; the last run's output is
 handed over too).
 Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckDB.
@@ -863,8 +864,9 @@ class Runner:
         result["outputs"] = {"shared": answered}
 
     def _run_shared(self, job: dict, trial, model, inputs: list, out_bytes, outs=None) -> dict:
-        """One forward on inputs held in exported memory (so the verifier sees whether
-        the candidate changed them), its outputs exported; the verifier's answer."""
+        """One forward on inputs between red zones, then its inputs as it left them (the
+        verifier sees whether the candidate changed them) and its outputs exported; the
+        verifier's answer."""
         from verifiers.kernels import devshare
 
         exported: list[devshare.Exported] = []
