@@ -608,6 +608,81 @@ def cuda_grid_past_limit(src: str, rng: random.Random) -> str | None:
     return _splice(src, cu.module_offsets(inner) + grid_edits)
 
 
+# grid y and z of every CUDA device (x reaches 2^31 - 1)
+GRID_YZ_LIMIT = 65535
+
+
+class _Launches:
+    """Stand-ins for a module's kernels that record each launch's grid and run nothing."""
+
+    def __init__(self) -> None:
+        self.grids: list[tuple[int, ...]] = []
+
+    def record(self, grid, meta: dict) -> None:
+        g = grid(meta) if callable(grid) else grid
+        g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
+        self.grids.append(tuple(int(d) for d in g))
+
+    def cuda_kernel(self, name: str):
+        def launch(*_a, grid=(1,), **_k):
+            self.record(grid, {})
+
+        return launch
+
+    def triton(self, jit):
+        import inspect
+
+        params = inspect.signature(getattr(jit, "fn", jit)).parameters
+        launches = self
+
+        class Launcher:
+            def __getitem__(self, grid):
+                def launch(*args, **kwargs):
+                    meta = dict(zip(params, args, strict=False))
+                    meta.update(kwargs)
+                    launches.record(grid, meta)
+
+                return launch
+
+        return Launcher()
+
+
+def timing_grids(task, code: str) -> list[tuple[int, ...]] | None:
+    """The grids `code`'s forward launches at the task's timing shapes: forward runs on
+    meta tensors (nothing allocated) with its kernels replaced by recorders. None when
+    that cannot be told (no torch here, or a forward that needs real data). Runs the
+    catalog's own (mutated) reference, never a candidate's code."""
+    try:
+        import torch
+
+        from verifiers.kernels.runner import load_module, problem_module
+    except ImportError:
+        return None
+    rec = _Launches()
+    try:
+        problem = problem_module(task.harness["problem"], None, "grids")
+        mod = load_module(
+            "crucible_grids", code, "reference.py", {"cuda_kernel": rec.cuda_kernel}, register=False
+        )
+        for name, obj in list(vars(mod).items()):
+            if type(obj).__name__ in ("JITFunction", "InterpretedFunction", "Autotuner"):
+                setattr(mod, name, rec.triton(obj))
+        entry = task.interface.get("entry", "ModelNew")
+        with torch.device("meta"), torch.no_grad():
+            inputs = problem.get_inputs()
+            getattr(mod, entry)(*problem.get_init_inputs())(*inputs)
+    except Exception:
+        return None
+    return rec.grids
+
+
+def _grid_past_yz_limit(task, code: str) -> bool:
+    """The mutated launch (grid y or z) needs more than 65535 blocks at the timing
+    shapes: there it is refused; below, the program is correct at the task's sizes."""
+    grids = timing_grids(task, code)
+    return bool(grids) and any(d > GRID_YZ_LIMIT for g in grids for d in g[1:3])
+
+
 _SYNC = re.compile(r"__syncthreads\s*\(\s*\)\s*;")
 
 
@@ -1319,8 +1394,9 @@ CUDA_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("grid_off_by_one", "the grid computed as n // B instead of ceil(n / B): the "
              "last partial block is never launched", FUNCTIONAL, cuda_grid_off_by_one),
     Mutation("grid_past_limit", "a 1-D launch on grid y (blockIdx.y): fine for small "
-             "problems, refused once it needs more than 65535 blocks", RESOURCE,
-             cuda_grid_past_limit),
+             "problems, refused once it needs more than 65535 blocks (offered only where "
+             "the timing shapes need more)", RESOURCE, cuda_grid_past_limit,
+             _grid_past_yz_limit),
     Mutation("missing_syncthreads", "a __syncthreads() forgotten between writing and "
              "reading shared memory: a race", FUNCTIONAL, cuda_missing_syncthreads),
     Mutation("wrong_reduction_identity", "a max reduction started at 0 instead of -inf, or "
@@ -1351,7 +1427,8 @@ TRITON_MUTATIONS: tuple[Mutation, ...] = (
              "triton.cdiv(n, BLOCK): the last partial block never runs", FUNCTIONAL,
              triton_grid_off_by_one),
     Mutation("grid_past_limit", "a 1-D grid put on axis 1 (tl.program_id(1)): fine for "
-             "small problems, refused past 65535 programs", RESOURCE, triton_grid_past_limit),
+             "small problems, refused past 65535 programs (offered only where the timing "
+             "shapes need more)", RESOURCE, triton_grid_past_limit, _grid_past_yz_limit),
     Mutation("wrong_reduction_identity", "masked lanes filled with 0.0 instead of -inf "
              "before a max, or a sum accumulator started at 1", FUNCTIONAL,
              triton_wrong_reduction_identity),
