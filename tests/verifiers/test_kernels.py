@@ -504,6 +504,25 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
             del tmp
     assert [ref.expired() for _, ref, _, _ in zones.zones] == [True] * 3
     zones.check()  # nothing left to check
+    # an input is copied between zones of its own, as it was (a non-contiguous one stays)
+    zones = RedZones()
+    x, t = torch.arange(6.0), torch.ones(4, 3).t()
+    inputs = [x, t, 3]
+    zones.guard_inputs(inputs)
+    assert torch.equal(inputs[0], x) and inputs[0].data_ptr() != x.data_ptr()
+    assert inputs[1] is t and inputs[2] == 3 and len(zones.zones) == 1
+    zones.check()
+    ctypes.memset(inputs[0].data_ptr() - 3, 0x5A, 1)
+    with pytest.raises(OutOfBoundsWrite, match=r"before input 0 .*which forward was given"):
+        zones.check()
+    # torch.zeros & co. come zoned and still zero (an atomic_add accumulates into them)
+    zones = RedZones()
+    with poisoned_allocations(zones):
+        acc = torch.zeros(5)
+    assert torch.equal(acc, torch.zeros(5)) and len(zones.zones) == 1
+    ctypes.memset(acc.data_ptr() + 4 * 5, 0x5A, 1)
+    with pytest.raises(OutOfBoundsWrite, match="past the end of buffer 0"):
+        zones.check()
     # a buffer forward grows (`out=` of another shape resizes it: new memory, no zones)
     # is not judged by the bytes past its old end
     zones = RedZones()
@@ -512,6 +531,19 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
         torch.cat([torch.ones(1 << 16), torch.ones(1 << 16)], out=grown)
     assert grown.numel() == 1 << 17
     zones.check()
+
+
+def test_a_child_killed_mid_job_is_judged_at_the_step_it_died_in(triton_v, relu_t):
+    """A read far past every buffer kills the runner's child with SIGSEGV while forward
+    runs: a runtime error of the correct gate, not the compile error of the job's first
+    step (`load`), as it was labelled before the child told its steps."""
+    wild = TRITON_RELU.replace(
+        "x = tl.load(x_ptr + offs, mask=mask, other=0.0)",
+        "x = tl.load(x_ptr + offs + (1 << 44), mask=mask, other=0.0)",
+    )
+    v = check(triton_v, relu_t, wild)
+    assert (v.status, failed_gate(v)) == (Status.RUNTIME_ERROR, "correct"), v.feedback
+    assert "SIGSEGV" in v.feedback, v.feedback
 
 
 def test_printing_a_pass_does_not_pass(triton_v, relu_t):
