@@ -205,11 +205,10 @@ def test_categories_are_the_taxonomy_ones():
 CPU_GATES = ("parse", "anticheat", "compile", "launch", "correct")
 SAMPLE = ("softmax_rows", "relu", "layer_norm")
 MUST_FAIL = ("tail_mask_dropped", "grid_off_by_one", "wrong_reduction_identity")
-# relu is elementwise: with the mask gone, the tail lanes read (or write) past the tensor,
-# but what they read is never stored and what they write lands outside the output. Output
-# comparison cannot see it (a memory checker or guard canaries could): the operator finds
-# no load feeding a reduction there, so the candidate is real but invisible here.
-INVISIBLE = {("relu", "tail_mask_dropped")}
+# relu is elementwise: the operator drops its store's mask, and the tail lanes write past
+# the output into a red zone (out_of_bounds_write); dropping its load's mask alone would
+# read past the tensor into lanes nobody stores, which no check here sees
+INVISIBLE: set[tuple[str, str]] = set()
 GRID_Y_MAX = 65535
 
 
@@ -261,6 +260,8 @@ def test_triton_tail_grid_identity_bugs_fail(triton_verdicts):
             seen[op].append(f"{name}: {verdict.status.value} {verdict.code}")
             assert verdict.status.value != "pass", (name, op, "passed the CPU gates")
     print("\nverified failing:", dict(seen))
+    relu = verdicts[("relu", "tail_mask_dropped")]
+    assert (relu.status.value, relu.code) == ("wrong_answer", "out_of_bounds_write"), _show(relu)
     ops = {(name, op) for name, op in verdicts}
     assert {
         ("softmax_rows", "tail_mask_dropped"),
