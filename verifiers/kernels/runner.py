@@ -689,7 +689,15 @@ class Runner:
         except BaseException as e:  # everything the candidate does is data (SystemExit too)
             result["ok"] = False
             result["step"] = step
-            result["error"] = describe(e)
+            refused = None
+            if job.get("device") == "cuda":  # a C++ launch the runtime refused, and why
+                from verifiers.kernels.launchrec import refused_launch
+
+                with contextlib.suppress(Exception):  # no limits in a broken job: as it was
+                    refused = refused_launch(e, self._limits(job))
+                if refused is not None:
+                    refused.__cause__ = e
+            result["error"] = describe(refused or e)
         return result
 
     # setup shared by the steps
