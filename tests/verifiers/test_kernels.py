@@ -991,11 +991,16 @@ def test_import_kernelbench(tmp_path, triton_v):
     assert bad.status is Status.WRONG_ANSWER
 
 
-# a stand-in for the CUDA runtime (none can run here): refuses what a device would
+# stand-ins for the CUDA runtime (none can run here): one refuses what a device would,
+# another (torch's own, another soname) accepts everything
 FAKE_CUDART_FOR_TESTS = """
 typedef struct { unsigned int x, y, z; } dim3_t;
 int cudaLaunchKernel(const void *f, dim3_t g, dim3_t b, void **a, unsigned long s, void *st) {
+#ifdef ACCEPTS_ALL
+    return 0;
+#else
     return (g.y > 65535 || g.z > 65535) ? 1 : (b.x * b.y * b.z > 1024 ? 9 : 0);
+#endif
 }
 """
 EXTENSION_FOR_TESTS = """
@@ -1010,19 +1015,22 @@ REFUSED_LAUNCHES = """
 import ctypes, sys
 from verifiers.kernels.launchrec import refused_launch
 from verifiers.kernels.limits import DeviceLimits
-ext = ctypes.CDLL(sys.argv[1])  # RTLD_LOCAL, as torch loads an extension and the runtime
+torch_like = ctypes.CDLL(sys.argv[2])  # RTLD_LOCAL, as Python loads torch and extensions
+ext = ctypes.CDLL(sys.argv[1])
 for gy, bx, said in ((10, 256, "invalid argument"), (70000, 256, "invalid argument"),
                      (10, 2048, "invalid configuration argument")):
     err = ext.ext_launch(4, gy, bx)
     print(err, refused_launch(RuntimeError("CUDA error: " + said), DeviceLimits()))
+print("torch's", torch_like.ext_launch(4, 70000, 2048))
 """
 
 
 def test_a_cpp_launch_the_runtime_refuses_is_judged_by_its_configuration(tmp_path):
     """`<<<...>>>` in an extension: the runtime says only "invalid argument". The shim
     (launchrec) keeps the refused configuration; past a device limit it is that limit,
-    named (launch_exceeds_limit); a launch that ran leaves nothing to report. Here the
-    runtime is a stand-in that refuses as a device would (no CUDA runtime can run)."""
+    named (launch_exceeds_limit); a launch that ran leaves nothing to report. Each launch
+    reaches the runtime its caller was linked with (torch's and an extension's may be two).
+    The runtimes are stand-ins that refuse as a device would (none can run here)."""
     import shutil
 
     from verifiers.kernels import launchrec
@@ -1033,22 +1041,29 @@ def test_a_cpp_launch_the_runtime_refuses_is_judged_by_its_configuration(tmp_pat
     assert shim is not None and launchrec.build(tmp_path / "cache") == shim  # built once
     (tmp_path / "rt.c").write_text(FAKE_CUDART_FOR_TESTS)
     (tmp_path / "ext.c").write_text(EXTENSION_FOR_TESTS)
-    rt, ext = tmp_path / "libcudart.so.99", tmp_path / "libext.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", rt, tmp_path / "rt.c"], check=True)
-    link = ["-L", str(tmp_path), "-l:libcudart.so.99", f"-Wl,-rpath,{tmp_path}"]
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", ext, tmp_path / "ext.c", *link], check=True)
+    libs = {}
+    for name, soname, flags in (("ext", "12", []), ("torch", "13", ["-DACCEPTS_ALL"])):
+        d = tmp_path / name
+        d.mkdir()
+        rt = d / f"libcudart.so.{soname}"
+        gcc = ["gcc", "-shared", "-fPIC", *flags]
+        subprocess.run([*gcc, "-o", rt, tmp_path / "rt.c"], check=True)
+        link = ["-L", str(d), f"-l:{rt.name}", f"-Wl,-rpath,{d}"]
+        libs[name] = d / "libcaller.so"
+        subprocess.run([*gcc, "-o", libs[name], tmp_path / "ext.c", *link], check=True)
     env = {**os.environ, "LD_PRELOAD": str(shim), launchrec.ENV: str(shim), "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, "-c", REFUSED_LAUNCHES, str(ext)],
+        [sys.executable, "-c", REFUSED_LAUNCHES, str(libs["ext"]), str(libs["torch"])],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
     lines = out.stdout.splitlines()
-    assert len(lines) == 3, out.stderr[-2000:]
+    assert len(lines) == 4, out.stderr[-2000:]
     assert lines[0] == "0 None"  # it ran: nothing refused
     assert lines[1].startswith("1 a kernel launched from C++: gridDim.y = 70000 exceeds")
     assert lines[2].startswith("9 a kernel launched from C++: blockDim.x = 2048 exceeds")
+    assert lines[3] == "torch's 0"  # its own runtime took it, not the extension's
     # without the shim nothing is known: the error stays what it was
     assert launchrec.refused_launch(RuntimeError("CUDA error: invalid argument"), None) is None

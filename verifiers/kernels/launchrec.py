@@ -4,12 +4,13 @@ A `load_inline` extension launches through the CUDA runtime (`cudaLaunchKernel`)
 the runner's sight: when the device refuses a launch (grid y past 65535, too many threads)
 the candidate sees only "CUDA error: invalid argument", which says nothing of why. The GPU
 runner therefore starts with a small shim preloaded (`LD_PRELOAD`) that passes every
-`cudaLaunchKernel` on to the runtime unchanged and keeps the configuration of the last one
-the runtime refused. After forward raises, `refused_launch` reads it and, when that
-configuration is past the device's limits (`limits.check_launch`, the same rule as every
-other launch), the failure is `launch_exceeds_limit` naming the real numbers; a refusal
-within the limits stays what it was (a cuda_error). The shim decides nothing and holds no
-verdict: what it recorded only names the limit a launch broke, checked here.
+`cudaLaunchKernel` on unchanged, to the runtime its caller was linked with (torch's and an
+extension's may be two), and keeps the configuration of the last one the runtime refused.
+After forward raises, `refused_launch` reads it and, when that configuration is past the
+device's limits (`limits.check_launch`, the same rule as every other launch), the failure
+is `launch_exceeds_limit` naming the real numbers; a refusal within the limits stays what
+it was (a cuda_error). The shim decides nothing and holds no verdict: what it recorded
+only names the limit a launch broke, checked here.
 
 Built with the host's C compiler into the kernel cache (content-addressed), once per
 node; a node without one runs without it (the error then stays a cuda_error).
@@ -29,7 +30,6 @@ from verifiers.kernels.limits import DeviceLimits, LaunchLimitError, check_launc
 SHIM_C = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -39,31 +39,40 @@ typedef int (*launch_fn)(const void *, dim3_t, dim3_t, void **, size_t, void *);
 /* refusals, error, grid x y z, block x y z, dynamic shared bytes */
 static volatile unsigned long long refused[9];
 
-static int find_cudart(struct dl_phdr_info *info, size_t size, void *out) {
-    (void)size;
-    if (info->dlpi_name && strstr(info->dlpi_name, "libcudart")) {
-        strncpy((char *)out, info->dlpi_name, 4095);
-        return 1;
+/* The runtime the caller was linked against: its own dependencies' definition (torch and
+   a load_inline extension may each bring a libcudart of their own, and a launch must reach
+   the one its kernels were registered with). By caller object, cached. */
+int cudaLaunchKernel(const void *, dim3_t, dim3_t, void **, size_t, void *);
+int cudaLaunchKernel_ptsz(const void *, dim3_t, dim3_t, void **, size_t, void *);
+
+#define CALLERS 32
+static struct { void *base; launch_fn fn[2]; } seen[CALLERS];
+static volatile int n_seen;
+
+static launch_fn resolve(void *caller, int which, const char *name) {
+    Dl_info info;
+    if (!dladdr(caller, &info) || !info.dli_fname) return (launch_fn)dlsym(RTLD_NEXT, name);
+    int n = n_seen < CALLERS ? n_seen : CALLERS;
+    for (int i = 0; i < n; i++)
+        if (seen[i].base == info.dli_fbase && seen[i].fn[which]) return seen[i].fn[which];
+    void *lib = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    launch_fn fn = lib ? (launch_fn)dlsym(lib, name) : NULL;
+    if (lib) dlclose(lib);
+    if ((void *)fn == (void *)cudaLaunchKernel || (void *)fn == (void *)cudaLaunchKernel_ptsz)
+        fn = NULL; /* ourselves: never call round in a circle */
+    if (!fn) fn = (launch_fn)dlsym(RTLD_NEXT, name);
+    if (fn) {
+        int i = __sync_fetch_and_add(&n_seen, 1);
+        if (i < CALLERS) { seen[i].base = info.dli_fbase; seen[i].fn[which] = fn; }
     }
-    return 0;
+    return fn;
 }
 
-/* The runtime's own symbol: the next definition after this one, or, when torch loaded
-   the runtime with RTLD_LOCAL (not on the global search path), the loaded libcudart's. */
-static launch_fn real_launch(const char *name) {
-    launch_fn fn = (launch_fn)dlsym(RTLD_NEXT, name);
-    if (fn) return fn;
-    char path[4096] = {0};
-    if (!dl_iterate_phdr(find_cudart, path)) return NULL;
-    void *lib = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
-    return lib ? (launch_fn)dlsym(lib, name) : NULL;
-}
-
-static int launch(const char *name, launch_fn *cache, const void *f, dim3_t g, dim3_t b,
-                  void **args, size_t smem, void *stream) {
-    if (!*cache) *cache = real_launch(name);
-    if (!*cache) return 999; /* cudaErrorUnknown: no runtime to pass it to */
-    int err = (*cache)(f, g, b, args, smem, stream);
+static int launch(void *caller, int which, const char *name, const void *f, dim3_t g,
+                  dim3_t b, void **args, size_t smem, void *stream) {
+    launch_fn real = resolve(caller, which, name);
+    if (!real) return 999; /* cudaErrorUnknown: no runtime to pass it to */
+    int err = real(f, g, b, args, smem, stream);
     if (err) {
         refused[1] = (unsigned long long)err;
         refused[2] = g.x; refused[3] = g.y; refused[4] = g.z;
@@ -74,14 +83,12 @@ static int launch(const char *name, launch_fn *cache, const void *f, dim3_t g, d
     return err;
 }
 
-static launch_fn plain, ptsz;
-
 int cudaLaunchKernel(const void *f, dim3_t g, dim3_t b, void **a, size_t s, void *st) {
-    return launch("cudaLaunchKernel", &plain, f, g, b, a, s, st);
+    return launch(__builtin_return_address(0), 0, "cudaLaunchKernel", f, g, b, a, s, st);
 }
 
 int cudaLaunchKernel_ptsz(const void *f, dim3_t g, dim3_t b, void **a, size_t s, void *st) {
-    return launch("cudaLaunchKernel_ptsz", &ptsz, f, g, b, a, s, st);
+    return launch(__builtin_return_address(0), 1, "cudaLaunchKernel_ptsz", f, g, b, a, s, st);
 }
 
 void crucible_refused_launch(unsigned long long *out) {
