@@ -1067,3 +1067,64 @@ def test_a_cpp_launch_the_runtime_refuses_is_judged_by_its_configuration(tmp_pat
     assert lines[3] == "torch's 0"  # its own runtime took it, not the extension's
     # without the shim nothing is known: the error stays what it was
     assert launchrec.refused_launch(RuntimeError("CUDA error: invalid argument"), None) is None
+
+
+REAL_LAUNCH = """
+import ctypes, sys
+from verifiers.kernels.launchrec import last_refusal
+lib = ctypes.CDLL(sys.argv[1])  # nvcc's <<<...>>>, through the real runtime (no GPU here)
+lib.launch(None, 1000)
+rt = ctypes.CDLL(sys.argv[2])
+print(rt.cudaGetLastError(), last_refusal())
+"""
+
+
+def test_the_launch_shim_passes_a_real_runtime_launch_on_unchanged(tmp_path):
+    """nvcc 13 compiles `<<<...>>>` to `__cudaLaunchKernel` (versioned, of libcudart.so.13):
+    the shim takes it, hands it to the real runtime, and the runtime's answer is the same
+    as without the shim (here, with no GPU, it refuses with its driver error, which the
+    shim keeps with the configuration: 4 blocks of 256 for n = 1000)."""
+    import shutil
+
+    from verifiers.kernels import launchrec
+
+    nvcc = find_nvcc()
+    if nvcc is None or shutil.which("gcc") is None:
+        pytest.skip("nvcc and a C compiler are needed")
+    lib64 = Path(nvcc).resolve().parent.parent / "lib64"
+    rt = next(iter(sorted(lib64.glob("libcudart.so.[0-9]*"))), None)
+    if rt is None:
+        pytest.skip("no shared CUDA runtime beside nvcc")
+    src = tmp_path / "k.cu"
+    src.write_text(
+        "__global__ void k(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+        " if (i < n) y[i] = 1; }\n"
+        'extern "C" void launch(float* y, int n) { k<<<(n + 255) / 256, 256>>>(y, n); }\n'
+    )
+    lib = tmp_path / "libk.so"
+    flags = ["-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared"]
+    subprocess.run(
+        [nvcc, *flags, "-Xlinker", f"-rpath={lib64}", "-o", lib, src],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    shim = launchrec.build(tmp_path / "cache")
+    said = {}
+    for preload in ("", str(shim)):
+        env = {**os.environ, "LD_PRELOAD": preload, launchrec.ENV: str(shim)}
+        env["PYTHONPATH"] = str(ROOT)
+        out = subprocess.run(
+            [sys.executable, "-c", REAL_LAUNCH, str(lib), str(rt)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        said[bool(preload)] = out.stdout.split(" ", 1)
+    assert said[False][0] == said[True][0]  # the runtime's own answer, unchanged
+    assert said[False][1].strip() == "None"  # no shim: nothing recorded
+    kept = said[True][1]
+    assert "'grid': (4, 1, 1), 'block': (256, 1, 1)" in kept, kept
+    assert f"'error': {said[True][0]}," in kept, kept

@@ -42,11 +42,15 @@ static volatile unsigned long long refused[9];
 /* The runtime the caller was linked against: its own dependencies' definition (torch and
    a load_inline extension may each bring a libcudart of their own, and a launch must reach
    the one its kernels were registered with). By caller object, cached. */
-int cudaLaunchKernel(const void *, dim3_t, dim3_t, void **, size_t, void *);
-int cudaLaunchKernel_ptsz(const void *, dim3_t, dim3_t, void **, size_t, void *);
+/* the runtime's launch entries: the C API, and what `<<<...>>>` compiles to (CUDA 13:
+   __cudaLaunchKernel), each also per-thread-default-stream */
+#define ENTRIES(X) X(cudaLaunchKernel, 0) X(cudaLaunchKernel_ptsz, 1) \
+                   X(__cudaLaunchKernel, 2) X(__cudaLaunchKernel_ptsz, 3)
+#define DECLARE(name, i) int name(const void *, dim3_t, dim3_t, void **, size_t, void *);
+ENTRIES(DECLARE)
 
 #define CALLERS 32
-static struct { void *base; launch_fn fn[2]; } seen[CALLERS];
+static struct { void *base; launch_fn fn[4]; } seen[CALLERS];
 static volatile int n_seen;
 
 static launch_fn resolve(void *caller, int which, const char *name) {
@@ -58,8 +62,8 @@ static launch_fn resolve(void *caller, int which, const char *name) {
     void *lib = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
     launch_fn fn = lib ? (launch_fn)dlsym(lib, name) : NULL;
     if (lib) dlclose(lib);
-    if ((void *)fn == (void *)cudaLaunchKernel || (void *)fn == (void *)cudaLaunchKernel_ptsz)
-        fn = NULL; /* ourselves: never call round in a circle */
+#define OURS(name, i) || (void *)fn == (void *)name
+    if (0 ENTRIES(OURS)) fn = NULL; /* ourselves: never call round in a circle */
     if (!fn) fn = (launch_fn)dlsym(RTLD_NEXT, name);
     if (fn) {
         int i = __sync_fetch_and_add(&n_seen, 1);
@@ -83,13 +87,11 @@ static int launch(void *caller, int which, const char *name, const void *f, dim3
     return err;
 }
 
-int cudaLaunchKernel(const void *f, dim3_t g, dim3_t b, void **a, size_t s, void *st) {
-    return launch(__builtin_return_address(0), 0, "cudaLaunchKernel", f, g, b, a, s, st);
-}
-
-int cudaLaunchKernel_ptsz(const void *f, dim3_t g, dim3_t b, void **a, size_t s, void *st) {
-    return launch(__builtin_return_address(0), 1, "cudaLaunchKernel_ptsz", f, g, b, a, s, st);
-}
+#define DEFINE(name, i)                                                              \
+    int name(const void *f, dim3_t g, dim3_t b, void **a, size_t s, void *st) {     \
+        return launch(__builtin_return_address(0), i, #name, f, g, b, a, s, st);      \
+    }
+ENTRIES(DEFINE)
 
 void crucible_refused_launch(unsigned long long *out) {
     for (int i = 0; i < 9; i++) out[i] = refused[i];
