@@ -1128,3 +1128,47 @@ def test_the_launch_shim_passes_a_real_runtime_launch_on_unchanged(tmp_path):
     kept = said[True][1]
     assert "'grid': (4, 1, 1), 'block': (256, 1, 1)" in kept, kept
     assert f"'error': {said[True][0]}," in kept, kept
+
+
+def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):
+    """The GPU runner's command preloads the shim from a dir of its own, bound into the
+    sandbox (which binds dirs, not files): a process started there has it mapped."""
+    import shutil
+
+    from verifiers.kernels import nvcc
+    from verifiers.kernels.pool import KernelWorker, WorkerSpec
+    from verifiers.sandbox import SANDBOX_PATH
+    from verifiers.warm import confine
+
+    if shutil.which("gcc") is None or shutil.which("bwrap") is None:
+        pytest.skip("needs a C compiler and bubblewrap")
+
+    class UnstartedWorkerForTests(KernelWorker):
+        """TEST ONLY: a GPU runner's command and sandbox, its server never started (there
+        is no GPU to serve here)."""
+
+        def start(self) -> None:
+            self._fresh_work()
+
+    monkeypatch.setattr(nvcc, "default_cache_dir", lambda: tmp_path)
+    worker = UnstartedWorkerForTests(WorkerSpec("cuda", Limits()), 0)
+    r, w = os.pipe()
+    try:
+        spec = worker.command(w)
+    finally:
+        os.close(r)
+        os.close(w)
+    shim = spec.env["LD_PRELOAD"]
+    assert shim.startswith(str(tmp_path / "launchrec")) and str(Path(shim).parent) in spec.ro
+    cmd = confine(worker.work, spec.limits, spec.env, ro=spec.ro, uid=worker._sandbox.drop_uid)
+    maps = "print(sum('crucible-launchrec' in line for line in open('/proc/self/maps')))"
+    out = subprocess.run(
+        [*cmd, sys.executable, "-c", maps],
+        capture_output=True,
+        text=True,
+        cwd=worker.work,
+        env={"PATH": SANDBOX_PATH},
+        timeout=60,
+    )
+    worker.close()
+    assert out.returncode == 0 and int(out.stdout) > 0, out.stderr[-1500:]

@@ -104,13 +104,15 @@ REFUSALS = {1: "invalid argument", 9: "invalid configuration argument", 701: "ou
 
 
 def build(cache_dir: Path | str) -> Path | None:
-    """The shim as a shared library in `cache_dir` (built once per content), or None
+    """The shim as a shared library under `cache_dir` (built once per content), or None
     where there is no C compiler (the runner then runs without it)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         return None
     digest = hashlib.sha256(SHIM_C.encode()).hexdigest()[:16]
-    out = Path(cache_dir) / f"crucible-launchrec-{digest}.so"
+    # a dir of its own: the sandbox binds it whole (dirs only), and nothing else of the
+    # cache with it
+    out = Path(cache_dir) / "launchrec" / f"crucible-launchrec-{digest}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -239,7 +239,7 @@ class KernelWorker(Worker):
             shim = launchrec.build(default_cache_dir())
             if shim is not None:
                 env["LD_PRELOAD"] = env[launchrec.ENV] = str(shim)
-                ro.append(str(shim))
+                ro.append(str(shim.parent))  # its own dir (the sandbox binds dirs)
         if self.spec.device == "cuda" and "TRITON_LIBCUDA_PATH" not in env:
             # Triton finds libcuda with `ldconfig -p`, whose cache a sandbox may not show
             found = libcuda_dir()
