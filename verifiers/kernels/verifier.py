@@ -146,7 +146,8 @@ class KernelVerifier(Verifier):
     # 2: an output flood is the candidate's resource_limit (it passed before); a spent
     # CPU budget is a timeout; the machine rule (machine_slow, killed_externally)
     # 3: red zones on the GPU and around inputs (out_of_bounds_write where a stray store
-    # passed); a task past the CPU path's reach is no_gpu (it was timeout/memory_limit)
+    # passed); a task past the CPU path's reach is no_gpu (it was timeout/memory_limit); a
+    # task without [harness.small] gets its tail trial at its sizes made ragged
     version = "3"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
@@ -692,7 +693,7 @@ class KernelVerifier(Verifier):
             "device": self.device,
             "problem": _runner_problem(h["problem"]),
             "kernels": anticheat.claimed_kernels(ctx.code) if self.domain == "triton" else [],
-            "small": h.get("small", {}),
+            "small": small_sizes(ctx.task),
             "code": ctx.code,
             "entry": ctx.task.interface.get("entry", "ModelNew"),
             "init_seed": 42,
@@ -822,7 +823,7 @@ class KernelVerifier(Verifier):
                 h = task.harness
                 tag = f"ref_{'s' if small else 'f'}"
                 problem = runner.problem_module(
-                    h["problem"], h.get("small") if small else None, tag
+                    h["problem"], small_sizes(task) if small else None, tag
                 )
                 model = runner.build_reference(problem, 42, "cpu").to(self.device)
                 self._refs[key] = (problem, model)
@@ -1095,6 +1096,48 @@ class CudaVerifier(KernelVerifier):
         return detail
 
 
+def small_sizes(task: Task) -> dict:
+    """The sizes of the tail trial: the task's [harness.small], or, for a task without one
+    (a KernelBench import: its sizes are powers of two, so every block is full and a
+    dropped tail guard or store mask never shows), its timing sizes made ragged."""
+    h = task.harness
+    if h.get("small"):
+        return dict(h["small"])
+    return dict(_ragged_sizes(h["problem"]))
+
+
+@functools.lru_cache(maxsize=256)
+def _ragged_sizes(problem_text: str) -> tuple[tuple[str, int], ...]:
+    """Each even size of at least 64 one less (odd: no block size divides it, so the last
+    block of every launch over it is partial; memory as at the timing sizes). Smaller ones
+    (heads, kernel widths, channels) stay: they are often structural. Kept only if the
+    reference still runs there (on the meta device: nothing allocated); else none."""
+    import torch
+
+    from verifiers.kernels import runner
+    from verifiers.kernels.spec import problem_facts
+
+    try:
+        sizes = problem_facts(problem_text, "problem.py")["sizes"]
+    except Exception:  # not a layout we can read: no tail trial of our own
+        return ()
+    ragged = {
+        k: v - 1
+        for k, v in sizes.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 64 and v % 2 == 0
+    }
+    if not ragged:
+        return ()
+    try:
+        problem = runner.problem_module(problem_text, ragged, "ragged")
+        with torch.device("meta"), torch.no_grad():
+            inputs = problem.get_inputs()
+            problem.Model(*problem.get_init_inputs())(*inputs)
+    except Exception:  # the reference needs those sizes as they were (a divisibility)
+        return ()
+    return tuple(sorted(ragged.items()))
+
+
 def _meta_sizes(task: Task, small: bool) -> dict:
     """The problem's weights, inputs and outputs at the timing (or small) sizes, made on
     the meta device: their bytes and elements without allocating them. An output that
@@ -1104,7 +1147,7 @@ def _meta_sizes(task: Task, small: bool) -> dict:
     from verifiers.kernels import runner
 
     h = task.harness
-    problem = runner.problem_module(h["problem"], h.get("small") if small else None, "meta")
+    problem = runner.problem_module(h["problem"], small_sizes(task) if small else None, "meta")
     with torch.device("meta"):
         inputs = [x for x in problem.get_inputs() if isinstance(x, torch.Tensor)]
         model = problem.Model(*problem.get_init_inputs())

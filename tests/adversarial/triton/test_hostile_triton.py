@@ -754,3 +754,16 @@ def test_kernelbench_sizes_without_a_gpu_are_no_gpu(verifier, relu, outside):
     assert "weights are 4.00 GiB" in v.feedback, v.feedback
     # the honest one at the catalog's sizes still passes on the same warm runner
     assert run(verifier, relu, TRITON_RELU).status is Status.PASS
+
+
+def test_a_task_without_small_shapes_gets_a_ragged_tail_trial(verifier, relu, outside):
+    """A KernelBench-style task (no [harness.small]) at power-of-two sizes: 16 x 4096 is
+    64 full blocks of 1024, so a store without its mask never leaves the output there.
+    Its tail trial runs at the sizes made ragged (4095: the last block partial), where the
+    stray store lands in a red zone; the honest kernel passes at both."""
+    pow2 = kernelbench_size(relu, problem_of("triton", "relu", batch_size=16, dim=4096))
+    v = run(verifier, pow2, STORE_MASK_DROPPED)
+    check(outside, v, {Status.WRONG_ANSWER}, verifier)
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), v.feedback
+    assert "float32[16, 4095]" in v.feedback, v.feedback
+    assert run(verifier, pow2, TRITON_RELU).status is Status.PASS
