@@ -65,8 +65,8 @@ GPU_ONLY_GATES = ("correct", "timing")
 # the runner's memory holds the model, the inputs and outputs, their red-zoned copies and
 # the files they are saved to (CPU_MEMORY_COPIES of them against Limits.memory_mb); the
 # interpreter runs ~1 ms per 1024-element program instance (FACTS: 0.5-1 ms), so a trial
-# costs about CPU_ELEMENT_S per element, and all trials must fit in half the correct
-# job's deadline. Past either, the gates that would run the kernels are infra_error /
+# costs about CPU_ELEMENT_S per element, and all trials must fit in half the job's CPU
+# budget (Limits.cpu_s). Past either, the gates that would run the kernels are infra_error /
 # no_gpu: a KernelBench-size task never ends as the candidate's timeout or memory_limit
 # on a node that could not have run the reference either.
 CPU_MEMORY_COPIES = 4
@@ -570,7 +570,9 @@ class KernelVerifier(Verifier):
         h = ctx.task.harness
         trials = h.get("trials", 5) + (1 if h.get("shift") else 0)
         seconds = trials * fp["small_elements"] * CPU_ELEMENT_S
-        deadline = ctx.limits.timeout_s * 6 / 2  # half of gate_correct's CPU deadline
+        # half the job's CPU budget (what the candidate's process may spend), not its wall
+        # clock: a slow machine's short wall limit is the machine's, judged as such later
+        deadline = ctx.limits.cpu_s / 2
         gib = 2**30
         if CPU_MEMORY_COPIES * fp["params"] > budget:
             why = (
@@ -587,8 +589,8 @@ class KernelVerifier(Verifier):
         if self.domain == "triton" and seconds > deadline:
             why = (
                 f"{fp['small_elements']:.3g} elements a trial: about {seconds:.0f} s of "
-                f"Triton's interpreter for {trials} trials, past the CPU deadline of "
-                f"{deadline:.0f} s"
+                f"Triton's interpreter for {trials} trials, past half the job's CPU budget "
+                f"({ctx.limits.cpu_s} s)"
             )
             return {"load": True, "run": False, "why": why}
         return {"load": True, "run": True, "why": ""}

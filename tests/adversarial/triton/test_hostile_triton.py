@@ -738,9 +738,10 @@ def problem_of(domain: str, name: str, **sizes: int) -> str:
 
 def test_kernelbench_sizes_without_a_gpu_are_no_gpu(verifier, relu, outside):
     """A correct candidate on a task of KernelBench's sizes (ReLU 4096 x 393216 fp32:
-    6.4 GB a tensor; a Linear of 32768 x 32768: 4 GiB of weights), on a node without a
-    GPU: its CPU path cannot run them, so the verdict is infra_error/no_gpu (retried on a
-    GPU), never the candidate's timeout or memory_limit."""
+    6.4 GB a tensor; a Linear of 32768 x 32768: 4 GiB of weights; ReLU 2048 x 4096: too
+    many interpreted programs), on a node without a GPU: its CPU path cannot run them, so
+    the verdict is infra_error/no_gpu (retried on a GPU), never the candidate's timeout
+    or memory_limit."""
     big_relu = kernelbench_size(relu, problem_of("triton", "relu", batch_size=4096, dim=393216))
     v = run(verifier, big_relu, TRITON_RELU)
     check(outside, v, {Status.INFRA_ERROR}, verifier)
@@ -752,6 +753,13 @@ def test_kernelbench_sizes_without_a_gpu_are_no_gpu(verifier, relu, outside):
     check(outside, v, {Status.INFRA_ERROR}, verifier)
     assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "launch")
     assert "weights are 4.00 GiB" in v.feedback, v.feedback
+    # fits in memory (2048 x 4096: 32 MB a tensor), but ~8,000 programs a trial of the
+    # interpreter: past half the job's CPU budget, so not the candidate's timeout either
+    slow = kernelbench_size(relu, problem_of("triton", "relu", batch_size=2048, dim=4096))
+    v = run(verifier, slow, TRITON_RELU)
+    check(outside, v, {Status.INFRA_ERROR}, verifier)
+    assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "correct")
+    assert "of Triton's interpreter for 5 trials" in v.feedback, v.feedback
     # the honest one at the catalog's sizes still passes on the same warm runner
     assert run(verifier, relu, TRITON_RELU).status is Status.PASS
 
