@@ -495,9 +495,9 @@ READ_GUARDED_ONLY = CUDA_RELU.replace(
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="stores run only on a GPU")
 @pytest.mark.parametrize("code", [GUARD_DROPPED, READ_GUARDED_ONLY], ids=["guard", "read_only"])
 def test_tail_guard_dropped_is_out_of_bounds_write_on_a_gpu(cache, relu, code):
-    """On a GPU (bench/gpu_smoke.py runs these on the H200): the tail threads' stores
-    land in the red zone past y, wrong_answer/out_of_bounds_write; without the zones
-    they landed in the caching allocator's slack and passed."""
+    """On a GPU (`python3 -m pytest tests/adversarial/cuda -k on_a_gpu` on the H200): the
+    tail threads' stores land in the red zone past y, wrong_answer/out_of_bounds_write;
+    without the zones they landed in the caching allocator's slack and passed."""
     assert code != CUDA_RELU
     v = CudaVerifier(device="cuda", workers=1, cache_dir=cache)
     try:
