@@ -505,6 +505,15 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
             del tmp
     assert [ref.expired() for _, ref, _, _ in zones.zones] == [True] * 3
     zones.check()  # nothing left to check
+    # ... and a temporary's zones are judged as it goes (an accumulator dropped in forward)
+    zones = RedZones()
+    with poisoned_allocations(zones):
+        acc = torch.zeros(8)
+        ctypes.memset(acc.data_ptr() + 4 * 8, 0x5A, 1)
+        del acc
+    assert [ref.expired() for _, ref, _, _ in zones.zones] == [True]
+    with pytest.raises(OutOfBoundsWrite, match="past the end of buffer 0"):
+        zones.check()
     # an input is copied between zones of its own, as it was (a non-contiguous one stays)
     zones = RedZones()
     x, t = torch.arange(6.0), torch.ones(4, 3).t()

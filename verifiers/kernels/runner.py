@@ -52,6 +52,7 @@ import sys
 import time
 import traceback
 import types
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,7 @@ def _poison(t):
 RED_ZONE_MIN, RED_ZONE_MAX = 64 << 10, 4 << 20
 ZONE_ALIGN = 512
 ZONED_DEVICES = ("cpu", "cuda")
+SNAN_FP32, SNAN_PAYLOAD = 0x7F800001, 0x003FFFFF  # exponent all ones, quiet bit clear
 _EMPTY = torch.empty
 
 
@@ -236,26 +238,31 @@ class OutOfBoundsWrite(RuntimeError):
 
 class RedZones:
     """Each buffer forward is given (its inputs) or allocates (torch.empty & co.) sits
-    between two red zones of random bytes, on the CPU or the GPU alike, checked after
-    forward: a changed byte is a write outside the buffer (a dropped tail mask or bounds
-    guard), named with its offset. Without them such a write lands in whatever the heap
-    or the caching allocator holds next: the child crashes, hangs or passes by chance (the
-    same Triton candidate was wrong_answer on one run and a timeout on another; on the
-    H200 most dropped guards passed). The random bytes also feed a read past the end
-    (an unmasked load) garbage, NaN or huge values, instead of the zeros of fresh memory
-    that a sum absorbs. Buffers are held weakly (a temporary forward frees is freed, its
-    memory with it): the zones checked are those of the buffers alive after forward (its
-    inputs and outputs, and what they are views of); a freed one's zones absorbed its
-    stray writes harmlessly. The check runs in the candidate's process: it catches a
-    buggy kernel's stray store, not one that forges the zones back (that gains nothing:
-    the verifier judges the outputs and inputs it reads itself)."""
+    between two red zones, on the CPU or the GPU alike, checked after forward: a changed
+    byte is a write outside the buffer (a dropped tail mask or bounds guard, an unmasked
+    atomic_add), named with its offset. Without them such a write lands in whatever the
+    heap or the caching allocator holds next: the child crashes, hangs or passes by
+    chance (the same Triton candidate was wrong_answer on one run and a timeout on
+    another; on the H200 most dropped guards passed). The zones' NaNs also feed a read
+    past the end (an unmasked load) garbage, instead of the zeros of fresh memory that a
+    sum absorbs. Buffers are held weakly (a temporary forward frees is freed, its memory
+    with it): a temporary's zones are checked as it is freed (an atomic_add's
+    accumulator, divided into the output and dropped), the others' after forward. The
+    check runs in the candidate's process: it catches a buggy kernel's stray store, not
+    one that forges the zones back (that gains nothing: the verifier judges the outputs
+    and inputs it reads itself)."""
 
     def __init__(self) -> None:
-        pattern = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.uint8)
-        self.fill = pattern.repeat(RED_ZONE_MAX // 4096)
+        # each 32-bit word a random signalling NaN: read as data it is NaN (it never
+        # passes), and an add into it, even of 0.0 (an unmasked atomic_add of a masked-off
+        # lane), quiets it on the CPU and canonicalises it on the GPU: its bits change
+        words = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.int32)
+        words = (words & SNAN_PAYLOAD) | SNAN_FP32
+        self.fill = words.view(torch.uint8).repeat(RED_ZONE_MAX // 4096)
         self._fills: dict[str, Any] = {"cpu": self.fill}
         self.zones: list[tuple[str, Any, int, int]] = []
         self.allocated = 0  # buffers forward allocated, named in that order
+        self.stray: list[str] = []  # what the zones of buffers freed during forward showed
 
     def _fill(self, device) -> Any:
         key = str(device)
@@ -279,7 +286,38 @@ class RedZones:
         out = buf[zone : zone + nbytes].view(like.dtype).as_strided(like.shape, like.stride())
         what += f" ({str(like.dtype).removeprefix('torch.')}{list(like.shape)})"
         self.zones.append((what, StorageWeakRef(buf.untyped_storage()), zone, nbytes))
+        # a temporary forward lets go of (an atomic_add's accumulator) is judged as it goes
+        weakref.finalize(out, self._freed, what, buf, zone, nbytes)
         return out
+
+    def _freed(self, what: str, buf, zone: int, nbytes: int) -> None:
+        with contextlib.suppress(Exception):  # a finalizer must never raise
+            said = self._scan(what, buf, zone, nbytes)
+            if said and not self.stray:
+                self.stray.append(said)
+
+    def _scan(self, what: str, buf, zone: int, nbytes: int) -> str | None:
+        """What was written into `buf`'s zones, or None. A buffer forward resized (`out=`
+        of another size: new memory, no zones of ours) is not judged."""
+        storage = buf.untyped_storage()
+        if storage.nbytes() != 2 * zone + nbytes:
+            return None
+        device = storage.device
+        raw = _EMPTY(0, dtype=torch.uint8, device=device).set_(storage, 0, (storage.nbytes(),))
+        fill = self._fill(device)[:zone]
+        for side, got in (("before", raw[:zone]), ("past the end of", raw[zone + nbytes :])):
+            if torch.equal(got, fill):
+                continue
+            bad = (got != fill).nonzero().flatten().cpu()
+            lo, hi, where = int(bad[0]), int(bad[-1]), "past its end"
+            if side == "before":
+                lo, hi, where = zone - hi, zone - lo, "before its start"
+            whose = "forward was given" if what.startswith("input") else "forward allocated"
+            return (
+                f"{bad.numel()} byte(s) written {side} {what}, which {whose} "
+                f"(at {lo}-{hi} bytes {where}; {device.type} memory)"
+            )
+        return None
 
     def allocate(self, fn, a: tuple, k: dict):
         """`fn(*a, **k)` (an allocator), in a guarded buffer when it makes a non-empty
@@ -320,25 +358,20 @@ class RedZones:
                 inputs[k] = guarded
 
     def check(self) -> None:
+        """Raise OutOfBoundsWrite for the first stray write: into the zones of a buffer
+        freed during forward, or of one alive now."""
+        if self.stray:
+            raise OutOfBoundsWrite(self.stray[0])
         for what, ref, zone, nbytes in self.zones:
             storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
-            if storage is None or storage.nbytes() != 2 * zone + nbytes:
-                continue  # freed during forward, or resized (new memory: no zones of ours)
-            device = storage.device
-            buf = _EMPTY(0, dtype=torch.uint8, device=device).set_(storage, 0, (storage.nbytes(),))
-            fill = self._fill(device)[:zone]
-            for side, got in (("before", buf[:zone]), ("past the end of", buf[zone + nbytes :])):
-                if torch.equal(got, fill):
-                    continue
-                bad = (got != fill).nonzero().flatten().cpu()
-                lo, hi, where = int(bad[0]), int(bad[-1]), "past its end"
-                if side == "before":
-                    lo, hi, where = zone - hi, zone - lo, "before its start"
-                whose = "forward was given" if what.startswith("input") else "forward allocated"
-                raise OutOfBoundsWrite(
-                    f"{bad.numel()} byte(s) written {side} {what}, which {whose} "
-                    f"(at {lo}-{hi} bytes {where}; {device.type} memory)"
-                )
+            if storage is None:
+                continue  # freed during forward: judged then (`_freed`)
+            buf = _EMPTY(0, dtype=torch.uint8, device=storage.device).set_(
+                storage, 0, (storage.nbytes(),)
+            )
+            said = self._scan(what, buf, zone, nbytes)
+            if said:
+                raise OutOfBoundsWrite(said)
 
 
 @dataclasses.dataclass(frozen=True)

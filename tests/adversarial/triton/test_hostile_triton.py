@@ -635,7 +635,7 @@ def _relu_with(kernel_body: str, launch: str) -> str:
         "    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)\n",
         textwrap.indent(textwrap.dedent(kernel_body), "    "),
     ).replace("        relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)\n", launch)
-    assert code.count("relu_kernel[") == 1 and "tl.store" in code, code
+    assert code.count("relu_kernel[") == 1 and kernel_body.split("\n")[-2] in code, code
     return code
 
 
@@ -689,12 +689,19 @@ GRID_ON_AXIS_2 = TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(2)").rep
     "relu_kernel[(triton.cdiv(n, BLOCK),)]", "relu_kernel[(1, 1, triton.cdiv(n, BLOCK))]"
 )
 
+# accumulated into a zeroed output, the atomic_add without its mask: the lanes past the
+# end add 0.0 (their loads were masked), which leaves plain memory as it was
+ATOMIC_MASK_DROPPED = _relu_with(
+    _LOAD + "tl.atomic_add(y_ptr + offs, tl.maximum(x, 0.0))\n", _LAUNCH
+).replace("y = torch.empty_like(x)", "y = torch.zeros_like(x)")
+
 PAST_THE_CASES = [
     pytest.param(STORE_MASK_DROPPED, "past the end of buffer 0", id="store_mask_dropped-1d"),
     pytest.param(ROWS_STORE_MASK_DROPPED, "past the end of buffer 0", id="store_mask_dropped-rows"),
     pytest.param(STORE_BEFORE_OUTPUT, "before buffer 0", id="write_before-the_output"),
     pytest.param(STORE_BEFORE_INPUT, "before input 0", id="write_before-an_input"),
     pytest.param(STORE_PAST_INPUT, "past the end of input 0", id="write_past-an_input"),
+    pytest.param(ATOMIC_MASK_DROPPED, "past the end of buffer 0", id="atomic_mask_dropped"),
 ]
 
 
