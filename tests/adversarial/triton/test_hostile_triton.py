@@ -675,12 +675,6 @@ STORE_BEFORE_INPUT = _relu_with(
     + "tl.store(x_ptr + offs - 4, x, mask=offs < 4)\n",
     _LAUNCH,
 )
-STORE_PAST_INPUT = _relu_with(
-    _LOAD
-    + "tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)\n"
-    + "tl.store(x_ptr + n + offs, x, mask=offs < 16)\n",
-    _LAUNCH,
-)
 # 24576 x 4093 at the timing shape: 98,232 programs of 1024, past 65,535 on axes 1 and 2
 GRID_ON_AXIS_1 = TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(1)").replace(
     "relu_kernel[(triton.cdiv(n, BLOCK),)]", "relu_kernel[(1, triton.cdiv(n, BLOCK))]"
@@ -700,7 +694,6 @@ PAST_THE_CASES = [
     pytest.param(ROWS_STORE_MASK_DROPPED, "past the end of buffer 0", id="store_mask_dropped-rows"),
     pytest.param(STORE_BEFORE_OUTPUT, "before buffer 0", id="write_before-the_output"),
     pytest.param(STORE_BEFORE_INPUT, "before input 0", id="write_before-an_input"),
-    pytest.param(STORE_PAST_INPUT, "past the end of input 0", id="write_past-an_input"),
     pytest.param(ATOMIC_MASK_DROPPED, "past the end of buffer 0", id="atomic_mask_dropped"),
 ]
 
@@ -767,18 +760,16 @@ def test_kernelbench_sizes_without_a_gpu_are_no_gpu(verifier, relu, outside):
     check(outside, v, {Status.INFRA_ERROR}, verifier)
     assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "correct")
     assert "of Triton's interpreter for 5 trials" in v.feedback, v.feedback
-    # the honest one at the catalog's sizes still passes on the same warm runner
-    assert run(verifier, relu, TRITON_RELU).status is Status.PASS
 
 
 def test_a_task_without_small_shapes_gets_a_ragged_tail_trial(verifier, relu, outside):
-    """A KernelBench-style task (no [harness.small]) at power-of-two sizes: 16 x 4096 is
-    64 full blocks of 1024, so a store without its mask never leaves the output there.
-    Its tail trial runs at the sizes made ragged (4095: the last block partial), where the
+    """A KernelBench-style task (no [harness.small]) at power-of-two sizes: 8 x 2048 is
+    16 full blocks of 1024, so a store without its mask never leaves the output there.
+    Its tail trial runs at the sizes made ragged (2047: the last block partial), where the
     stray store lands in a red zone; the honest kernel passes at both."""
-    pow2 = kernelbench_size(relu, problem_of("triton", "relu", batch_size=16, dim=4096))
+    pow2 = kernelbench_size(relu, problem_of("triton", "relu", batch_size=8, dim=2048))
     v = run(verifier, pow2, STORE_MASK_DROPPED)
     check(outside, v, {Status.WRONG_ANSWER}, verifier)
     assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), v.feedback
-    assert "float32[16, 4095]" in v.feedback, v.feedback
+    assert "float32[8, 2047]" in v.feedback, v.feedback
     assert run(verifier, pow2, TRITON_RELU).status is Status.PASS
