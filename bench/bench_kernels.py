@@ -8,8 +8,12 @@ median verification per candidate per domain; candidates verified per minute on 
 then, side by side, the device-only compile (nvcc to a cubin) against building a PyTorch
 extension (`load_inline`) of the same kernels.
 
-    python bench/bench_kernels.py [--unconfined] [--tasks a,b] [--ext-kernels 3]
+    python bench/bench_kernels.py [--unconfined] [--tasks a,b] [--ext-kernels 3] [--ops a,b]
         [--kernelbench PATH [--kb-problems a,b] [--only-kernelbench]]
+
+`--perturb-tasks 32 --ops tail_guard_dropped,tail_mask_dropped,grid_past_limit` verifies
+every catalog task's stray-store and launch-limit perturbations beside the 64 references
+(#29: all of them must fail, every reference pass).
 
 `--kernelbench PATH` (a KernelBench checkout, or a copy of its src/ and KernelBench/level1)
 adds `bench/kernelbench_phase.py`: level-1 problems at their own sizes verified by Crucible
