@@ -8,8 +8,12 @@ median verification per candidate per domain; candidates verified per minute on 
 then, side by side, the device-only compile (nvcc to a cubin) against building a PyTorch
 extension (`load_inline`) of the same kernels.
 
-    python bench/bench_kernels.py [--unconfined] [--tasks a,b] [--ext-kernels 3]
+    python bench/bench_kernels.py [--unconfined] [--tasks a,b] [--ext-kernels 3] [--ops a,b]
         [--kernelbench PATH [--kb-problems a,b] [--only-kernelbench]]
+
+`--perturb-tasks 32 --ops tail_guard_dropped,tail_mask_dropped,grid_past_limit` verifies
+every catalog task's stray-store and launch-limit perturbations beside the 64 references
+(#29: all of them must fail, every reference pass).
 
 `--kernelbench PATH` (a KernelBench checkout, or a copy of its src/ and KernelBench/level1)
 adds `bench/kernelbench_phase.py`: level-1 problems at their own sizes verified by Crucible
@@ -179,6 +183,11 @@ def main() -> int:
     p.add_argument("--domains", default="cuda,triton")
     p.add_argument("--unconfined", action="store_true", help="no bubblewrap on this node")
     p.add_argument("--perturb-tasks", type=int, default=12, help="tasks per domain perturbed")
+    p.add_argument(
+        "--ops",
+        help="comma-separated perturbation operators only (e.g. tail_guard_dropped,"
+        "tail_mask_dropped,grid_past_limit with --perturb-tasks 32: every task's)",
+    )
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
@@ -261,8 +270,12 @@ def main() -> int:
     # 2. perturbations, as a batch per domain: throughput with parallel compiles
     pert_tasks = spread(tasks, args.perturb_tasks)
     items = [it for it in candidates(pert_tasks, True) if it[2] != "catalog:reference"]
+    if args.ops:
+        ops = {f"perturb:{o}" for o in args.ops.split(",")}
+        items = [it for it in items if it[2] in ops]
     relu = next((t for t in tasks if t.domain == "cuda" and t.name == "relu"), None)
-    if relu is not None:  # the host+device path: a load_inline build inside the batch
+    # the host+device path: a load_inline build inside the batch
+    if relu is not None and not args.ops:
         ext = ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py"
         items.insert(0, (relu, ext.read_text(), "fixture:extension"))
     print(f"\n== perturbations: {len(items)} candidates of {len(pert_tasks)} tasks", flush=True)

@@ -475,18 +475,56 @@ def _bounds(terms: list[str], ints: set[str]) -> list[str]:
     return [t for t in terms if t in upper or _NONNEG_TERM.match(t)] if upper else []
 
 
+def _stores_through(cu: _Cuda, k: _CFunc, pos: int) -> bool:
+    """The statement (or block) starting at `pos` assigns through a pointer parameter
+    of `k` that is not const: a store."""
+    rest = cu.text[pos:]
+    lead = len(rest) - len(rest.lstrip())
+    if rest[lead:].startswith("{"):
+        end = cu.match(pos + lead, "{", "}")
+    else:
+        semi = cu.text.find(";", pos)
+        end = len(cu.text) if semi < 0 else semi
+    stmt = cu.text[pos:end]
+    out = [n for t, n in k.params if "*" in t and "const" not in t]
+    return any(re.search(rf"\b{re.escape(n)}\s*\[[^;]*?\]\s*=(?!=)", stmt) for n in out)
+
+
+_FOR_COND = re.compile(r"\bfor\s*\([^;()]*;([^;]*);")
+
+
+def _loop_bound_edits(cu: _Cuda, k: _CFunc, bound: str) -> list[Edit]:
+    """`x < bound &&` (or `&& x < bound`) deleted from the conditions of `for` loops in
+    kernel `k` that have another term to keep."""
+    edits = []
+    for m in cu.code(_FOR_COND, *k.body):
+        lo, hi = m.span(1)
+        terms = cu.text[lo:hi].split("&&")
+        keep = [t for t in terms if not ((b := _BOUND_TERM.match(t)) and b.group(1) == bound)]
+        if keep and len(keep) < len(terms):
+            edits.append((lo, hi, " " + " && ".join(t.strip() for t in keep)))
+    return edits
+
+
 @_changed
 def cuda_tail_guard_dropped(src: str, rng: random.Random) -> str | None:
-    """`if (i >= n) return;` deleted, or the bounds terms of an `if (r < M && c < N)`."""
+    """`if (i >= n) return;` deleted, or the bounds terms of an `if (r < M && c < N)`.
+    A guard over a store is chosen where the kernel has one: a guard over a load alone
+    (a tile read past the edge, then stored under its own guard) leaves every output as it
+    was, and only a memory checker sees the stray read."""
     cu = _cuda(src)
     if cu is None:
         return None
     sites: list[list[Edit]] = []
+    stores: list[list[Edit]] = []
     for k in cu.kernels():
         ints = k.int_params()
         for m in cu.code(_RETURN_GUARD, *k.body):
             if m.group(2) in ints:
-                sites.append([(m.start(), m.end(), "")])
+                # the same bound in a loop of the tail (`j < n && j < i + VEC`) goes too:
+                # with it the early exit was redundant and dropping it changed nothing
+                loops = _loop_bound_edits(cu, k, m.group(2))
+                stores.append([(m.start(), m.end(), ""), *loops])
         for m in cu.code(_IF, *k.body):
             lp = m.end() - 1
             rp = cu.match(lp, "(", ")")
@@ -497,17 +535,18 @@ def cuda_tail_guard_dropped(src: str, rng: random.Random) -> str | None:
             if "||" in cond or not bound or after.lstrip().startswith("return"):
                 continue  # early exits are handled above
             rest = [t.strip() for t in terms if t not in bound]
+            into = stores if _stores_through(cu, k, rp + 1) else sites
             if rest:
-                sites.append([(lp + 1, rp, " && ".join(rest))])
+                into.append([(lp + 1, rp, " && ".join(rest))])
                 continue
             # drop `if (...)`: the statement or block it guarded stays
             ls, le = _line_span(cu.text, m.start())
             if not cu.text[ls : m.start()].strip() and not cu.text[rp + 1 : le].strip():
-                sites.append([(ls, le, "")])  # the `if (...)` had a line to itself
+                into.append([(ls, le, "")])  # the `if (...)` had a line to itself
             else:
                 gap = len(after) - len(after.lstrip(" \t"))
-                sites.append([(m.start(), rp + 1 + gap, "")])
-    edits = _pick(rng, sites)
+                into.append([(m.start(), rp + 1 + gap, "")])
+    edits = _pick(rng, stores or sites)
     return cu.module(edits) if edits else None
 
 
@@ -567,6 +606,81 @@ def cuda_grid_past_limit(src: str, rng: random.Random) -> str | None:
     _, uses, grid_edits = site
     inner = [(m.start(), m.end(), f"{m.group(1)}.y") for m in uses]
     return _splice(src, cu.module_offsets(inner) + grid_edits)
+
+
+# grid y and z of every CUDA device (x reaches 2^31 - 1)
+GRID_YZ_LIMIT = 65535
+
+
+class _Launches:
+    """Stand-ins for a module's kernels that record each launch's grid and run nothing."""
+
+    def __init__(self) -> None:
+        self.grids: list[tuple[int, ...]] = []
+
+    def record(self, grid, meta: dict) -> None:
+        g = grid(meta) if callable(grid) else grid
+        g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
+        self.grids.append(tuple(int(d) for d in g))
+
+    def cuda_kernel(self, name: str):
+        def launch(*_a, grid=(1,), **_k):
+            self.record(grid, {})
+
+        return launch
+
+    def triton(self, jit):
+        import inspect
+
+        params = inspect.signature(getattr(jit, "fn", jit)).parameters
+        launches = self
+
+        class Launcher:
+            def __getitem__(self, grid):
+                def launch(*args, **kwargs):
+                    meta = dict(zip(params, args, strict=False))
+                    meta.update(kwargs)
+                    launches.record(grid, meta)
+
+                return launch
+
+        return Launcher()
+
+
+def timing_grids(task, code: str) -> list[tuple[int, ...]] | None:
+    """The grids `code`'s forward launches at the task's timing shapes: forward runs on
+    meta tensors (nothing allocated) with its kernels replaced by recorders. None when
+    that cannot be told (no torch here, or a forward that needs real data). Runs the
+    catalog's own (mutated) reference, never a candidate's code."""
+    try:
+        import torch
+
+        from verifiers.kernels.runner import load_module, problem_module
+    except ImportError:
+        return None
+    rec = _Launches()
+    try:
+        problem = problem_module(task.harness["problem"], None, "grids")
+        mod = load_module(
+            "crucible_grids", code, "reference.py", {"cuda_kernel": rec.cuda_kernel}, register=False
+        )
+        for name, obj in list(vars(mod).items()):
+            if type(obj).__name__ in ("JITFunction", "InterpretedFunction", "Autotuner"):
+                setattr(mod, name, rec.triton(obj))
+        entry = task.interface.get("entry", "ModelNew")
+        with torch.device("meta"), torch.no_grad():
+            inputs = problem.get_inputs()
+            getattr(mod, entry)(*problem.get_init_inputs())(*inputs)
+    except Exception:
+        return None
+    return rec.grids
+
+
+def _grid_past_yz_limit(task, code: str) -> bool:
+    """The mutated launch (grid y or z) needs more than 65535 blocks at the timing
+    shapes: there it is refused; below, the program is correct at the task's sizes."""
+    grids = timing_grids(task, code)
+    return bool(grids) and any(d > GRID_YZ_LIMIT for g in grids for d in g[1:3])
 
 
 _SYNC = re.compile(r"__syncthreads\s*\(\s*\)\s*;")
@@ -873,25 +987,28 @@ def _reduction_groups(fn: ast.FunctionDef, loads: list[ast.Call]) -> list[list[a
 
 @_changed
 def triton_tail_mask_dropped(src: str, rng: random.Random) -> str | None:
-    """`mask=` (and `other=`) left off the loads feeding one reduction: the tail lanes read
-    past the row and their garbage enters the result. (All of them: with one operand of a
-    product still zero-filled, garbage x 0 hides the bug.) A kernel without reductions
-    loses the mask of one load or store, which only a memory checker sees."""
+    """`mask=` left off one masked store: the tail lanes write past the output (the red
+    zones see it). A kernel with no masked store loses the masks (and `other=`) of the
+    loads feeding one reduction: the tail lanes read past the row and their garbage enters
+    the result (all of them: with one operand of a product still zero-filled, garbage x 0
+    hides the bug). A load's mask is never dropped alone: its lanes past the end are the
+    ones a masked store drops, or a `where` masks, so no output shows the stray read (on
+    the H200, 7 of 12 such candidates passed); only a memory checker would see it."""
     t = _triton(src)
     if t is None:
         return None
     py, kernels = t
     groups: list[list[ast.Call]] = []
-    singles: list[ast.Call] = []
+    stores: list[ast.Call] = []
     for _, fn in sorted(kernels.items()):
         masked = [
             c
             for c in _kernel_calls(py, {fn.name: fn}, ("load", "store", "atomic_add"))
             if any(kw.arg == "mask" for kw in c.keywords)
         ]
-        singles += masked
+        stores += [c for c in masked if c.func.attr in ("store", "atomic_add")]
         groups += _reduction_groups(fn, [c for c in masked if c.func.attr == "load"])
-    chosen = _pick(rng, groups) or [c for c in [_pick(rng, singles)] if c is not None]
+    chosen = [c for c in [_pick(rng, stores)] if c is not None] or _pick(rng, groups) or []
     edits = [e for c in chosen for e in _drop_keywords(py, c, {"mask", "other"})]
     return _splice(src, edits) if edits else None
 
@@ -1277,8 +1394,9 @@ CUDA_MUTATIONS: tuple[Mutation, ...] = (
     Mutation("grid_off_by_one", "the grid computed as n // B instead of ceil(n / B): the "
              "last partial block is never launched", FUNCTIONAL, cuda_grid_off_by_one),
     Mutation("grid_past_limit", "a 1-D launch on grid y (blockIdx.y): fine for small "
-             "problems, refused once it needs more than 65535 blocks", RESOURCE,
-             cuda_grid_past_limit),
+             "problems, refused once it needs more than 65535 blocks (offered only where "
+             "the timing shapes need more)", RESOURCE, cuda_grid_past_limit,
+             _grid_past_yz_limit),
     Mutation("missing_syncthreads", "a __syncthreads() forgotten between writing and "
              "reading shared memory: a race", FUNCTIONAL, cuda_missing_syncthreads),
     Mutation("wrong_reduction_identity", "a max reduction started at 0 instead of -inf, or "
@@ -1309,7 +1427,8 @@ TRITON_MUTATIONS: tuple[Mutation, ...] = (
              "triton.cdiv(n, BLOCK): the last partial block never runs", FUNCTIONAL,
              triton_grid_off_by_one),
     Mutation("grid_past_limit", "a 1-D grid put on axis 1 (tl.program_id(1)): fine for "
-             "small problems, refused past 65535 programs", RESOURCE, triton_grid_past_limit),
+             "small problems, refused past 65535 programs (offered only where the timing "
+             "shapes need more)", RESOURCE, triton_grid_past_limit, _grid_past_yz_limit),
     Mutation("wrong_reduction_identity", "masked lanes filled with 0.0 instead of -inf "
              "before a max, or a sum accumulator started at 1", FUNCTIONAL,
              triton_wrong_reduction_identity),

@@ -34,6 +34,9 @@ class Mutation:
     description: str  # the real-model bug it imitates
     category: str  # the taxonomy category a verifier should give the result
     apply: Apply
+    # a bug only at some sizes: is it one at this task's (the mutated code given)? A
+    # mutation that is none there is not offered (it would be a correct program)
+    shows: Callable[[Task, str], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -90,6 +93,9 @@ class OperatorGenerator(Generator):
                     return
                 parts = (task.task_id, op.name, str(seed)) + ((str(k),) if k else ())
                 code = op.apply(ref, seeded_rng(*parts))
+                if code is not None and op.shows is not None and not op.shows(task, code):
+                    self.stats[f"perturb:{op.name}.no_bug_at_task_sizes"] += 1
+                    continue
                 made += self._offer(out, code, "perturb", op.name)
             if made == before:
                 return

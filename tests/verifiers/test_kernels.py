@@ -9,6 +9,7 @@ are dry-run at the timing shapes. The GPU-only gates must end the verdict as inf
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -504,6 +505,34 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
             del tmp
     assert [ref.expired() for _, ref, _, _ in zones.zones] == [True] * 3
     zones.check()  # nothing left to check
+    # ... and a temporary's zones are judged as it goes (an accumulator dropped in forward)
+    zones = RedZones()
+    with poisoned_allocations(zones):
+        acc = torch.zeros(8)
+        ctypes.memset(acc.data_ptr() + 4 * 8, 0x5A, 1)
+        del acc
+    assert [ref.expired() for _, ref, _, _ in zones.zones] == [True]
+    with pytest.raises(OutOfBoundsWrite, match="past the end of buffer 0"):
+        zones.check()
+    # an input is copied between zones of its own, as it was (a non-contiguous one stays)
+    zones = RedZones()
+    x, t = torch.arange(6.0), torch.ones(4, 3).t()
+    inputs = [x, t, 3]
+    zones.guard_inputs(inputs)
+    assert torch.equal(inputs[0], x) and inputs[0].data_ptr() != x.data_ptr()
+    assert inputs[1] is t and inputs[2] == 3 and len(zones.zones) == 1
+    zones.check()
+    ctypes.memset(inputs[0].data_ptr() - 3, 0x5A, 1)
+    with pytest.raises(OutOfBoundsWrite, match=r"before input 0 .*which forward was given"):
+        zones.check()
+    # torch.zeros & co. come zoned and still zero (an atomic_add accumulates into them)
+    zones = RedZones()
+    with poisoned_allocations(zones):
+        acc = torch.zeros(5)
+    assert torch.equal(acc, torch.zeros(5)) and len(zones.zones) == 1
+    ctypes.memset(acc.data_ptr() + 4 * 5, 0x5A, 1)
+    with pytest.raises(OutOfBoundsWrite, match="past the end of buffer 0"):
+        zones.check()
     # a buffer forward grows (`out=` of another shape resizes it: new memory, no zones)
     # is not judged by the bytes past its old end
     zones = RedZones()
@@ -512,6 +541,19 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
         torch.cat([torch.ones(1 << 16), torch.ones(1 << 16)], out=grown)
     assert grown.numel() == 1 << 17
     zones.check()
+
+
+def test_a_child_killed_mid_job_is_judged_at_the_step_it_died_in(triton_v, relu_t):
+    """A read far past every buffer kills the runner's child with SIGSEGV while forward
+    runs: a runtime error of the correct gate, not the compile error of the job's first
+    step (`load`), as it was labelled before the child told its steps."""
+    wild = TRITON_RELU.replace(
+        "x = tl.load(x_ptr + offs, mask=mask, other=0.0)",
+        "x = tl.load(x_ptr + offs + (1 << 44), mask=mask, other=0.0)",
+    )
+    v = check(triton_v, relu_t, wild)
+    assert (v.status, failed_gate(v)) == (Status.RUNTIME_ERROR, "correct"), v.feedback
+    assert "SIGSEGV" in v.feedback, v.feedback
 
 
 def test_printing_a_pass_does_not_pass(triton_v, relu_t):
@@ -956,3 +998,186 @@ def test_import_kernelbench(tmp_path, triton_v):
     assert v.status is Status.PASS, v.feedback
     bad = check(triton_v, t, TRITON_RELU.replace("tl.maximum(x, 0.0)", "x"))
     assert bad.status is Status.WRONG_ANSWER
+
+
+# stand-ins for the CUDA runtime (none can run here): one refuses what a device would,
+# another (torch's own, another soname) accepts everything
+FAKE_CUDART_FOR_TESTS = """
+typedef struct { unsigned int x, y, z; } dim3_t;
+int cudaLaunchKernel(const void *f, dim3_t g, dim3_t b, void **a, unsigned long s, void *st) {
+#ifdef ACCEPTS_ALL
+    return 0;
+#else
+    return (g.y > 65535 || g.z > 65535) ? 1 : (b.x * b.y * b.z > 1024 ? 9 : 0);
+#endif
+}
+"""
+EXTENSION_FOR_TESTS = """
+typedef struct { unsigned int x, y, z; } dim3_t;
+int cudaLaunchKernel(const void *f, dim3_t g, dim3_t b, void **a, unsigned long s, void *st);
+int ext_launch(unsigned gx, unsigned gy, unsigned bx) {
+    dim3_t g = {gx, gy, 1}, b = {bx, 1, 1};
+    return cudaLaunchKernel(0, g, b, 0, 0, 0);
+}
+"""
+REFUSED_LAUNCHES = """
+import ctypes, sys
+from verifiers.kernels.launchrec import refused_launch
+from verifiers.kernels.limits import DeviceLimits
+torch_like = ctypes.CDLL(sys.argv[2])  # RTLD_LOCAL, as Python loads torch and extensions
+ext = ctypes.CDLL(sys.argv[1])
+for gy, bx, said in ((10, 256, "invalid argument"), (70000, 256, "invalid argument"),
+                     (10, 2048, "invalid configuration argument")):
+    err = ext.ext_launch(4, gy, bx)
+    print(err, refused_launch(RuntimeError("CUDA error: " + said), DeviceLimits()))
+print("torch's", torch_like.ext_launch(4, 70000, 2048))
+"""
+
+
+def test_a_cpp_launch_the_runtime_refuses_is_judged_by_its_configuration(tmp_path):
+    """`<<<...>>>` in an extension: the runtime says only "invalid argument". The shim
+    (launchrec) keeps the refused configuration; past a device limit it is that limit,
+    named (launch_exceeds_limit); a launch that ran leaves nothing to report. Each launch
+    reaches the runtime its caller was linked with (torch's and an extension's may be two).
+    The runtimes are stand-ins that refuse as a device would (none can run here)."""
+    import shutil
+
+    from verifiers.kernels import launchrec
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    shim = launchrec.build(tmp_path / "cache")
+    assert shim is not None and launchrec.build(tmp_path / "cache") == shim  # built once
+    (tmp_path / "rt.c").write_text(FAKE_CUDART_FOR_TESTS)
+    (tmp_path / "ext.c").write_text(EXTENSION_FOR_TESTS)
+    libs = {}
+    for name, soname, flags in (("ext", "12", []), ("torch", "13", ["-DACCEPTS_ALL"])):
+        d = tmp_path / name
+        d.mkdir()
+        rt = d / f"libcudart.so.{soname}"
+        gcc = ["gcc", "-shared", "-fPIC", *flags]
+        subprocess.run([*gcc, "-o", rt, tmp_path / "rt.c"], check=True)
+        link = ["-L", str(d), f"-l:{rt.name}", f"-Wl,-rpath,{d}"]
+        libs[name] = d / "libcaller.so"
+        subprocess.run([*gcc, "-o", libs[name], tmp_path / "ext.c", *link], check=True)
+    env = {**os.environ, "LD_PRELOAD": str(shim), launchrec.ENV: str(shim), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", REFUSED_LAUNCHES, str(libs["ext"]), str(libs["torch"])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = out.stdout.splitlines()
+    assert len(lines) == 4, out.stderr[-2000:]
+    assert lines[0] == "0 None"  # it ran: nothing refused
+    assert lines[1].startswith("1 a kernel launched from C++: gridDim.y = 70000 exceeds")
+    assert lines[2].startswith("9 a kernel launched from C++: blockDim.x = 2048 exceeds")
+    assert lines[3] == "torch's 0"  # its own runtime took it, not the extension's
+    # without the shim nothing is known: the error stays what it was
+    assert launchrec.refused_launch(RuntimeError("CUDA error: invalid argument"), None) is None
+
+
+REAL_LAUNCH = """
+import ctypes, sys
+from verifiers.kernels.launchrec import last_refusal
+lib = ctypes.CDLL(sys.argv[1])  # nvcc's <<<...>>>, through the real runtime (no GPU here)
+lib.launch(None, 1000)
+rt = ctypes.CDLL(sys.argv[2])
+print(rt.cudaGetLastError(), last_refusal())
+"""
+
+
+def test_the_launch_shim_passes_a_real_runtime_launch_on_unchanged(tmp_path):
+    """nvcc 13 compiles `<<<...>>>` to `__cudaLaunchKernel` (versioned, of libcudart.so.13):
+    the shim takes it, hands it to the real runtime, and the runtime's answer is the same
+    as without the shim (here, with no GPU, it refuses with its driver error, which the
+    shim keeps with the configuration: 4 blocks of 256 for n = 1000)."""
+    import shutil
+
+    from verifiers.kernels import launchrec
+
+    nvcc = find_nvcc()
+    if nvcc is None or shutil.which("gcc") is None:
+        pytest.skip("nvcc and a C compiler are needed")
+    lib64 = Path(nvcc).resolve().parent.parent / "lib64"
+    rt = next(iter(sorted(lib64.glob("libcudart.so.[0-9]*"))), None)
+    if rt is None:
+        pytest.skip("no shared CUDA runtime beside nvcc")
+    src = tmp_path / "k.cu"
+    src.write_text(
+        "__global__ void k(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+        " if (i < n) y[i] = 1; }\n"
+        'extern "C" void launch(float* y, int n) { k<<<(n + 255) / 256, 256>>>(y, n); }\n'
+    )
+    lib = tmp_path / "libk.so"
+    flags = ["-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared"]
+    subprocess.run(
+        [nvcc, *flags, "-Xlinker", f"-rpath={lib64}", "-o", lib, src],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    shim = launchrec.build(tmp_path / "cache")
+    said = {}
+    for preload in ("", str(shim)):
+        env = {**os.environ, "LD_PRELOAD": preload, launchrec.ENV: str(shim)}
+        env["PYTHONPATH"] = str(ROOT)
+        out = subprocess.run(
+            [sys.executable, "-c", REAL_LAUNCH, str(lib), str(rt)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        said[bool(preload)] = out.stdout.split(" ", 1)
+    assert said[False][0] == said[True][0]  # the runtime's own answer, unchanged
+    assert said[False][1].strip() == "None"  # no shim: nothing recorded
+    kept = said[True][1]
+    assert "'grid': (4, 1, 1), 'block': (256, 1, 1)" in kept, kept
+    assert f"'error': {said[True][0]}," in kept, kept
+
+
+def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):
+    """The GPU runner's command preloads the shim from a dir of its own, bound into the
+    sandbox (which binds dirs, not files): a process started there has it mapped."""
+    import shutil
+
+    from verifiers.kernels import nvcc
+    from verifiers.kernels.pool import KernelWorker, WorkerSpec
+    from verifiers.sandbox import SANDBOX_PATH
+    from verifiers.warm import confine
+
+    if shutil.which("gcc") is None or shutil.which("bwrap") is None:
+        pytest.skip("needs a C compiler and bubblewrap")
+
+    class UnstartedWorkerForTests(KernelWorker):
+        """TEST ONLY: a GPU runner's command and sandbox, its server never started (there
+        is no GPU to serve here)."""
+
+        def start(self) -> None:
+            self._fresh_work()
+
+    monkeypatch.setattr(nvcc, "default_cache_dir", lambda: tmp_path)
+    worker = UnstartedWorkerForTests(WorkerSpec("cuda", Limits()), 0)
+    r, w = os.pipe()
+    try:
+        spec = worker.command(w)
+    finally:
+        os.close(r)
+        os.close(w)
+    shim = spec.env["LD_PRELOAD"]
+    assert shim.startswith(str(tmp_path / "launchrec")) and str(Path(shim).parent) in spec.ro
+    cmd = confine(worker.work, spec.limits, spec.env, ro=spec.ro, uid=worker._sandbox.drop_uid)
+    maps = "print(sum('crucible-launchrec' in line for line in open('/proc/self/maps')))"
+    out = subprocess.run(
+        [*cmd, sys.executable, "-c", maps],
+        capture_output=True,
+        text=True,
+        cwd=worker.work,
+        env={"PATH": SANDBOX_PATH},
+        timeout=60,
+    )
+    worker.close()
+    assert out.returncode == 0 and int(out.stdout) > 0, out.stderr[-1500:]

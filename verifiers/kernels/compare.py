@@ -101,7 +101,8 @@ def _compare_one(g: torch.Tensor, w: torch.Tensor, atol: float, rtol: float, nam
             "nan_output",
             msg,
             msg + "; NaN never passes: an element never written (outputs are NaN-"
-            "poisoned before each run) or invalid math",
+            "poisoned before each run), a read past a tensor's end (the bytes around every "
+            "tensor are NaN) or invalid math",
             float("nan"),
         )
     if n_bad:

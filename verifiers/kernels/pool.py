@@ -230,6 +230,16 @@ class KernelWorker(Worker):
                 tool = build_tool(names)
                 if tool:
                     env[var] = tool
+        ro = self.python_paths()
+        if self.spec.device == "cuda" and not self.spec.aot:
+            # a C++ extension's refused launch, its configuration kept (`launchrec`)
+            from verifiers.kernels import launchrec
+            from verifiers.kernels.nvcc import default_cache_dir
+
+            shim = launchrec.build(default_cache_dir())
+            if shim is not None:
+                env["LD_PRELOAD"] = env[launchrec.ENV] = str(shim)
+                ro.append(str(shim.parent))  # its own dir (the sandbox binds dirs)
         if self.spec.device == "cuda" and "TRITON_LIBCUDA_PATH" not in env:
             # Triton finds libcuda with `ldconfig -p`, whose cache a sandbox may not show
             found = libcuda_dir()
@@ -259,7 +269,7 @@ class KernelWorker(Worker):
         return WorkerCommand(
             argv,
             env,
-            ro=self.python_paths(),
+            ro=ro,
             gpu=self.spec.device == "cuda",
             limits=lim,
             pass_fds=share,

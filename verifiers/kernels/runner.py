@@ -27,8 +27,9 @@ Job steps (each job starts with `load`: children keep nothing between jobs):
 recorded and checked against the device's limits without running), `aot` (Triton: compile
 every recorded launch for sm_90), `warm` (GPU, after `launch`: one forward at the timing
 shapes, or the small ones past a launch limit: Triton's JIT compile), `outputs` (forward on
-each trial's fresh inputs, allocations poisoned with NaN; on a GPU each trial's inputs and
-outputs handed to the verifier as exported GPU memory, on a CPU saved as files), `time`
+each trial's fresh inputs, allocations poisoned with NaN, inputs and allocations between
+red zones checked after forward; on a GPU each trial's inputs and outputs handed to the
+verifier as exported GPU memory, on a CPU saved as files), `time`
 (CUDA events, L2 flushed, a device-wide synchronize per run; the last run's output is
 handed over too).
 Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckDB.
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import linecache
@@ -50,6 +52,7 @@ import sys
 import time
 import traceback
 import types
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -217,37 +220,108 @@ def _poison(t):
     return t
 
 
-# --- red zones (CPU) -------------------------------------------------------------------
+# --- red zones -----------------------------------------------------------------------------
 # a zone is as large as its buffer, within these bounds: past the last block of a tail
-# store (up to 2**20 fp32 elements), a bounded overhead on many small buffers
+# store (up to 2**20 fp32 elements), a bounded overhead on many small ones. The leading zone
+# is a multiple of ZONE_ALIGN, so the buffer starts as aligned as the caching allocator's
+# (a kernel's 16-byte vector loads stay legal)
 RED_ZONE_MIN, RED_ZONE_MAX = 64 << 10, 4 << 20
+ZONE_ALIGN = 512
+ZONED_DEVICES = ("cpu", "cuda")
+SNAN_FP32, SNAN_PAYLOAD = 0x7F800001, 0x003FFFFF  # exponent all ones, quiet bit clear
 _EMPTY = torch.empty
 
 
 class OutOfBoundsWrite(RuntimeError):
-    """The candidate wrote into a red zone: outside a buffer it allocated."""
+    """The candidate wrote into a red zone: outside a buffer it was given or allocated."""
 
 
 class RedZones:
-    """A CPU buffer forward allocates (torch.empty & co.) sits between two red zones of
-    random bytes, checked after forward: a changed byte is a write outside the buffer (a
-    dropped tail mask or bounds guard). Without them such a write lands in whatever the
-    heap holds next, and the child crashes, hangs or passes by chance: the same Triton
-    candidate was labelled wrong_answer on one run and, after 120 s, timeout on another.
-    Buffers are held weakly (a temporary forward frees is freed, its memory with it): the
-    zones checked are those of the buffers alive after forward (its outputs, and what
-    they are views of); a freed one's zones absorbed its stray writes harmlessly."""
+    """Each buffer forward is given (its inputs) or allocates (torch.empty & co.) sits
+    between two red zones, on the CPU or the GPU alike, checked after forward: a changed
+    byte is a write outside the buffer (a dropped tail mask or bounds guard, an unmasked
+    atomic_add), named with its offset. Without them such a write lands in whatever the
+    heap or the caching allocator holds next: the child crashes, hangs or passes by
+    chance (the same Triton candidate was wrong_answer on one run and a timeout on
+    another; on the H200 most dropped guards passed). The zones' NaNs also feed a read
+    past the end (an unmasked load) garbage, instead of the zeros of fresh memory that a
+    sum absorbs. Buffers are held weakly (a temporary forward frees is freed, its memory
+    with it): a temporary's zones are checked as it is freed (an atomic_add's
+    accumulator, divided into the output and dropped), the others' after forward. The
+    check runs in the candidate's process: it catches a buggy kernel's stray store, not
+    one that forges the zones back (that gains nothing: the verifier judges the outputs
+    and inputs it reads itself)."""
 
     def __init__(self) -> None:
-        pattern = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.uint8)
-        self.fill = pattern.repeat(RED_ZONE_MAX // 4096)
+        # each 32-bit word a random signalling NaN: read as data it is NaN (it never
+        # passes), and an add into it, even of 0.0 (an unmasked atomic_add of a masked-off
+        # lane), quiets it on the CPU and canonicalises it on the GPU: its bits change
+        words = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.int32)
+        words = (words & SNAN_PAYLOAD) | SNAN_FP32
+        self.fill = words.view(torch.uint8).repeat(RED_ZONE_MAX // 4096)
+        self._fills: dict[str, Any] = {"cpu": self.fill}
         self.zones: list[tuple[str, Any, int, int]] = []
+        self.allocated = 0  # buffers forward allocated, named in that order
+        self.stray: list[str] = []  # what the zones of buffers freed during forward showed
+
+    def _fill(self, device) -> Any:
+        key = str(device)
+        if key not in self._fills:
+            self._fills[key] = self.fill.to(device)
+        return self._fills[key]
+
+    def _zoned(self, like, what: str):
+        """An uninitialised strided tensor like the meta tensor `like`, between zones."""
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        span = 1 + sum((n - 1) * st for n, st in zip(like.shape, like.stride(), strict=True))
+        nbytes = span * like.element_size()
+        zone = max(RED_ZONE_MIN, min(RED_ZONE_MAX, nbytes))
+        zone = -(-zone // ZONE_ALIGN) * ZONE_ALIGN
+        device = like.device
+        buf = _EMPTY(2 * zone + nbytes, dtype=torch.uint8, device=device)  # not the patched one
+        fill = self._fill(device)
+        buf[:zone].copy_(fill[:zone])
+        buf[zone + nbytes :].copy_(fill[:zone])
+        out = buf[zone : zone + nbytes].view(like.dtype).as_strided(like.shape, like.stride())
+        what += f" ({str(like.dtype).removeprefix('torch.')}{list(like.shape)})"
+        self.zones.append((what, StorageWeakRef(buf.untyped_storage()), zone, nbytes))
+        # a temporary forward lets go of (an atomic_add's accumulator) is judged as it goes
+        weakref.finalize(out, self._freed, what, buf, zone, nbytes)
+        return out
+
+    def _freed(self, what: str, buf, zone: int, nbytes: int) -> None:
+        with contextlib.suppress(Exception):  # a finalizer must never raise
+            said = self._scan(what, buf, zone, nbytes)
+            if said and not self.stray:
+                self.stray.append(said)
+
+    def _scan(self, what: str, buf, zone: int, nbytes: int) -> str | None:
+        """What was written into `buf`'s zones, or None. A buffer forward resized (`out=`
+        of another size: new memory, no zones of ours) is not judged."""
+        storage = buf.untyped_storage()
+        if storage.nbytes() != 2 * zone + nbytes:
+            return None
+        device = storage.device
+        raw = _EMPTY(0, dtype=torch.uint8, device=device).set_(storage, 0, (storage.nbytes(),))
+        fill = self._fill(device)[:zone]
+        for side, got in (("before", raw[:zone]), ("past the end of", raw[zone + nbytes :])):
+            if torch.equal(got, fill):
+                continue
+            bad = (got != fill).nonzero().flatten().cpu()
+            lo, hi, where = int(bad[0]), int(bad[-1]), "past its end"
+            if side == "before":
+                lo, hi, where = zone - hi, zone - lo, "before its start"
+            whose = "forward was given" if what.startswith("input") else "forward allocated"
+            return (
+                f"{bad.numel()} byte(s) written {side} {what}, which {whose} "
+                f"(at {lo}-{hi} bytes {where}; {device.type} memory)"
+            )
+        return None
 
     def allocate(self, fn, a: tuple, k: dict):
         """`fn(*a, **k)` (an allocator), in a guarded buffer when it makes a non-empty
-        strided CPU tensor (None otherwise: the caller allocates as before)."""
-        from torch.multiprocessing.reductions import StorageWeakRef
-
+        strided CPU or CUDA tensor (None otherwise: the caller allocates as before)."""
         if "out" in k:
             return None
         try:  # the tensor it would make, without its memory
@@ -258,64 +332,104 @@ class RedZones:
         if device is None and a and isinstance(a[0], torch.Tensor):
             device = a[0].device  # empty_like / new_empty: the source's device
         device = torch.device(device if device is not None else "cpu")
-        if device.type != "cpu" or shape.layout != torch.strided or shape.numel() == 0:
+        if device.type not in ZONED_DEVICES or shape.layout != torch.strided:
             return None
-        span = 1 + sum((n - 1) * st for n, st in zip(shape.shape, shape.stride(), strict=True))
-        nbytes = span * shape.element_size()
-        zone = max(RED_ZONE_MIN, min(RED_ZONE_MAX, nbytes))
-        buf = _EMPTY(2 * zone + nbytes, dtype=torch.uint8)  # not the patched one
-        buf[:zone].copy_(self.fill[:zone])
-        buf[zone + nbytes :].copy_(self.fill[:zone])
-        out = buf[zone : zone + nbytes].view(shape.dtype).as_strided(shape.shape, shape.stride())
-        what = f"buffer {len(self.zones)} ({str(shape.dtype).removeprefix('torch.')}"
-        what += f"{list(shape.shape)})"
-        self.zones.append((what, StorageWeakRef(buf.untyped_storage()), zone, nbytes))
-        return out
+        if shape.numel() == 0:
+            return None
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        self.allocated += 1
+        return self._zoned(_Layout.of(shape, device), f"buffer {self.allocated - 1}")
+
+    def guard_inputs(self, inputs: list) -> None:
+        """Each dense tensor of `inputs` replaced, in place, by a copy between zones (a
+        store before or past an input is as much a stray write as one past an output)."""
+        for k, x in enumerate(inputs):
+            if (
+                isinstance(x, torch.Tensor)
+                and x.device.type in ZONED_DEVICES
+                and x.layout == torch.strided
+                and x.numel() > 0
+                and x.is_contiguous()
+            ):
+                meta = torch.empty(x.shape, dtype=x.dtype, device="meta")
+                guarded = self._zoned(_Layout.of(meta, x.device), f"input {k}")
+                guarded.copy_(x)
+                inputs[k] = guarded
 
     def check(self) -> None:
+        """Raise OutOfBoundsWrite for the first stray write: into the zones of a buffer
+        freed during forward, or of one alive now."""
+        if self.stray:
+            raise OutOfBoundsWrite(self.stray[0])
         for what, ref, zone, nbytes in self.zones:
             storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
-            if storage is None or storage.nbytes() != 2 * zone + nbytes:
-                continue  # freed during forward, or resized (new memory: no zones of ours)
-            buf = _EMPTY(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),))
-            fill = self.fill[:zone]
-            for side, got in (("before", buf[:zone]), ("past the end of", buf[zone + nbytes :])):
-                if torch.equal(got, fill):
-                    continue
-                bad = (got != fill).nonzero().flatten()
-                lo, hi, where = int(bad[0]), int(bad[-1]), "past its end"
-                if side == "before":
-                    lo, hi, where = zone - hi, zone - lo, "before its start"
-                raise OutOfBoundsWrite(
-                    f"{bad.numel()} byte(s) written {side} {what}, which forward allocated "
-                    f"(at {lo}-{hi} bytes {where})"
-                )
+            if storage is None:
+                continue  # freed during forward: judged then (`_freed`)
+            buf = _EMPTY(0, dtype=torch.uint8, device=storage.device).set_(
+                storage, 0, (storage.nbytes(),)
+            )
+            said = self._scan(what, buf, zone, nbytes)
+            if said:
+                raise OutOfBoundsWrite(said)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """Where a zoned buffer goes and how it is laid out (a meta tensor's shape, strides
+    and dtype, with the device the meta tensor cannot carry)."""
+
+    shape: tuple
+    strides: tuple
+    dtype: Any
+    device: Any
+
+    @classmethod
+    def of(cls, meta, device) -> _Layout:
+        return cls(tuple(meta.shape), tuple(meta.stride()), meta.dtype, torch.device(device))
+
+    def stride(self) -> tuple:
+        return self.strides
+
+    def element_size(self) -> int:
+        return torch.empty((), dtype=self.dtype, device="meta").element_size()
 
 
 @contextlib.contextmanager
 def poisoned_allocations(zones: RedZones | None = None):
     """torch.empty & co. return NaN-filled tensors: an output element the kernel never
-    writes is NaN, and NaN never passes. With `zones`, a CPU tensor comes between red
-    zones (`RedZones.check` after forward)."""
-    saved = {n: getattr(torch, n) for n in ("empty", "empty_like", "empty_strided")}
-    saved_new = torch.Tensor.new_empty
+    writes is NaN, and NaN never passes. With `zones`, a CPU or CUDA tensor they make, or
+    torch.zeros & co. make (an atomic_add accumulates into one), comes between red zones
+    (`RedZones.check` after forward)."""
+    empties = ("empty", "empty_like", "empty_strided")
+    zeros = ("zeros", "zeros_like")
+    saved = {n: getattr(torch, n) for n in (*empties, *zeros)}
+    saved_new = {n: getattr(torch.Tensor, n) for n in ("new_empty", "new_zeros")}
 
-    def wrap(fn):
+    def wrap(fn, poison: bool):
         def alloc(*a, **k):
             t = zones.allocate(fn, a, k) if zones is not None else None
-            return _poison(t if t is not None else fn(*a, **k))
+            if t is None:
+                t = fn(*a, **k)
+            elif not poison:
+                t.zero_()
+            return _poison(t) if poison else t
 
         return alloc
 
     try:
         for n, fn in saved.items():
-            setattr(torch, n, wrap(fn))
-        torch.Tensor.new_empty = wrap(saved_new)
+            if n in empties or zones is not None:
+                setattr(torch, n, wrap(fn, n in empties))
+        for n, fn in saved_new.items():
+            if n == "new_empty" or zones is not None:
+                setattr(torch.Tensor, n, wrap(fn, n == "new_empty"))
         yield
     finally:
         for n, fn in saved.items():
             setattr(torch, n, fn)
-        torch.Tensor.new_empty = saved_new
+        for n, fn in saved_new.items():
+            setattr(torch.Tensor, n, fn)
 
 
 def poison_cache(sizes) -> None:
@@ -581,17 +695,25 @@ def check_kernels(mod, names: list[str]) -> None:
 
 
 # --- the job ------------------------------------------------------------------------------
+STEP_MARK = b"@step "  # a line on the child's result pipe: the step it starts now
+
+
 class Runner:
-    def __init__(self, share=None) -> None:
+    def __init__(self, share=None, progress_fd: int = -1) -> None:
         self.state: dict[str, Any] = {}
         self.hook: TritonHook | None = None
         self.share = share  # the socket to the verifier for exported GPU memory, or None
+        # where a step's start is told (`run_forked`): a child killed mid-job (a SIGSEGV
+        # reading past a buffer) is judged at the step it died in, not at the job's first
+        self.progress_fd = progress_fd
 
     def run(self, job: dict) -> dict:
         result: dict[str, Any] = {"ok": True, "seconds": {}}
         step = "setup"
         try:
             for step in job["steps"]:
+                if self.progress_fd >= 0:
+                    os.write(self.progress_fd, STEP_MARK + step.encode()[:32] + b"\n")
                 t0 = time.perf_counter()
                 getattr(self, f"step_{step}")(job, result)
                 result["seconds"][step] = round(time.perf_counter() - t0, 4)
@@ -600,7 +722,15 @@ class Runner:
         except BaseException as e:  # everything the candidate does is data (SystemExit too)
             result["ok"] = False
             result["step"] = step
-            result["error"] = describe(e)
+            refused = None
+            if job.get("device") == "cuda":  # a C++ launch the runtime refused, and why
+                from verifiers.kernels.launchrec import refused_launch
+
+                with contextlib.suppress(Exception):  # no limits in a broken job: as it was
+                    refused = refused_launch(e, self._limits(job))
+                if refused is not None:
+                    refused.__cause__ = e
+            result["error"] = describe(refused or e)
         return result
 
     # setup shared by the steps
@@ -737,13 +867,13 @@ class Runner:
             problem = self.state["small" if small else "problem"]
             model = self._model(small)
             inputs = make_inputs(problem, trial["seed"], device, trial.get("shift", 0.0))
-            zones = RedZones() if device == "cpu" else None
+            zones = RedZones()
+            zones.guard_inputs(inputs)
             with torch.no_grad(), poisoned_allocations(zones):
                 outs = as_outputs(model(*inputs))
             if device == "cuda":
                 torch.cuda.synchronize()
-            if zones is not None:
-                zones.check()
+            zones.check()
             tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
             files.append(
                 {
@@ -775,23 +905,27 @@ class Runner:
         result["outputs"] = {"shared": answered}
 
     def _run_shared(self, job: dict, trial, model, inputs: list, out_bytes, outs=None) -> dict:
-        """One forward on inputs held in exported memory (so the verifier sees whether
-        the candidate changed them), its outputs exported; the verifier's answer."""
+        """One forward on inputs between red zones, then its inputs as it left them (the
+        verifier sees whether the candidate changed them) and its outputs exported; the
+        verifier's answer."""
         from verifiers.kernels import devshare
 
         exported: list[devshare.Exported] = []
         try:
-            for k, x in enumerate(inputs):
-                if isinstance(x, torch.Tensor) and x.is_cuda:
-                    ex = devshare.export_like(x)
-                    exported.append(ex)
-                    inputs[k] = ex.tensor
-            n_in = len(exported)
             if outs is None:
+                # forward works on copies between red zones; what it left in them (its
+                # inputs as it left them, its outputs) is exported after the zones' check
+                zones = RedZones()
+                zones.guard_inputs(inputs)
                 poison_cache(out_bytes)
-                with torch.no_grad(), poisoned_allocations():
+                with torch.no_grad(), poisoned_allocations(zones):
                     outs = as_outputs(model(*inputs))
                 torch.cuda.synchronize()
+                zones.check()
+            for x in inputs:
+                if isinstance(x, torch.Tensor) and x.is_cuda:
+                    exported.append(devshare.export_like(x))
+            n_in = len(exported)
             metas = []
             for o in outs:
                 metas.append({"dtype": str(o.dtype).removeprefix("torch."), "shape": list(o.shape)})
@@ -938,7 +1072,7 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.environ.update(env)
-            data = json.dumps(Runner(share).run(job)).encode()
+            data = json.dumps(Runner(share, w).run(job)).encode()
             view = memoryview(data + b"\n")
             while view:
                 view = view[os.write(w, view) :]
@@ -971,7 +1105,14 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
         os.close(r)
         if reap:
             _reap_others()
-    step = (job.get("steps") or ["setup"])[0]
+    data = b"".join(chunks)
+    steps = [str(x) for x in job.get("steps") or ["setup"]]
+    step = steps[0]
+    while data.startswith(STEP_MARK):  # the steps the child started, in order
+        line, _, data = data.partition(b"\n")
+        said = line[len(STEP_MARK) :].decode("ascii", "replace")
+        if said in steps:  # only the job's own steps: anything else is ignored
+            step = said
     if size > RESULT_CAP:
         return _died(status, step, rss_kb) | {
             "error": {
@@ -982,7 +1123,7 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
             }
         }
     try:
-        res = json.loads(b"".join(chunks).decode("utf-8", "replace"))
+        res = json.loads(data.decode("utf-8", "replace"))
     except ValueError:
         return _died(status, step, rss_kb)
     return res if isinstance(res, dict) and "ok" in res else _died(status, step, rss_kb)

@@ -61,6 +61,16 @@ PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes f
 PEAK_FLOPS = 1.979e15
 IMPLAUSIBLE_SPEEDUP = 50.0
 GPU_ONLY_GATES = ("correct", "timing")
+# What the CPU path (no GPU) can run, judged from the task's sizes before anything runs:
+# the runner's memory holds the model, the inputs and outputs, their red-zoned copies and
+# the files they are saved to (CPU_MEMORY_COPIES of them against Limits.memory_mb); the
+# interpreter runs ~1 ms per 1024-element program instance (FACTS: 0.5-1 ms), so a trial
+# costs about CPU_ELEMENT_S per element, and all trials must fit in half the job's CPU
+# budget (Limits.cpu_s). Past either, the gates that would run the kernels are infra_error /
+# no_gpu: a KernelBench-size task never ends as the candidate's timeout or memory_limit
+# on a node that could not have run the reference either.
+CPU_MEMORY_COPIES = 4
+CPU_ELEMENT_S = 1e-6
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,10 @@ def cuda_path(code: str) -> str | None:
 class KernelVerifier(Verifier):
     # 2: an output flood is the candidate's resource_limit (it passed before); a spent
     # CPU budget is a timeout; the machine rule (machine_slow, killed_externally)
-    version = "2"
+    # 3: red zones on the GPU and around inputs (out_of_bounds_write where a stray store
+    # passed); a task past the CPU path's reach is no_gpu (it was timeout/memory_limit); a
+    # task without [harness.small] gets its tail trial at its sizes made ragged
+    version = "3"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
@@ -330,6 +343,14 @@ class KernelVerifier(Verifier):
         detail = self.compile_domain(ctx)
         if ctx.state.get("skip_runner"):
             return detail
+        if self.device != "cuda":
+            reach = self._cpu_reach(ctx)
+            if not reach["load"]:  # not even the model fits: nothing runs here
+                ctx.state["skip_runner"] = True
+                ctx.state["beyond_cpu"] = reach["why"]
+                return f"{detail}; the candidate is not loaded here: {reach['why']}"
+            if not reach["run"]:
+                ctx.state["beyond_cpu"] = reach["why"]
         # load the candidate, dry-run its launches at the timing shapes (meta tensors);
         # on a GPU the same job then runs one real forward, which compiles Triton's
         # kernels (outside the timing lock): at the timing shapes, or the small ones when
@@ -375,6 +396,8 @@ class KernelVerifier(Verifier):
                     metrics={"launch_violations": found[:8]},
                 )
         res = ctx.state.get("prepare")
+        if res is None and ctx.state.get("beyond_cpu"):
+            self._need_gpu(ctx, "launch")
         if res is None:
             return "not checked: " + ctx.state.get("launch_note", "no dry run for this path")
         launch = res.get("launch")
@@ -518,20 +541,72 @@ class KernelVerifier(Verifier):
     def _need_gpu(self, ctx: Context, gate: str) -> None:
         if self.device == "cuda":
             return
-        # Triton's interpreter is a faithful CPU path for correctness
-        cpu_ok = {"correct"} if self.domain == "triton" and self.device == "cpu" else set()
+        # Triton's interpreter is a faithful CPU path for correctness, at sizes it can run
+        beyond = ctx.state.get("beyond_cpu")
+        cpu_ok = set()
+        if self.domain == "triton" and self.device == "cpu" and not beyond:
+            cpu_ok = {"correct"}
         if gate in cpu_ok:
             return
-        wanted = [g for g in GPU_ONLY_GATES if g in self._wanted(ctx.limits) and g not in cpu_ok]
+        gates = ("launch", *GPU_ONLY_GATES) if gate == "launch" else GPU_ONLY_GATES
+        wanted = [g for g in gates if g in self._wanted(ctx.limits) and g not in cpu_ok]
+        why = f" ({beyond})" if beyond else ""
         raise GateFail(
             Status.INFRA_ERROR,
             "no_gpu",
-            f"{gate} needs a GPU and this node has none",
-            feedback=f"not run without a GPU: {', '.join(wanted)}; every gate before "
+            f"{gate} needs a GPU and this node has none{why}"[:300],
+            feedback=f"not run without a GPU: {', '.join(wanted)}{why}; every gate before "
             f"{gate} passed on the CPU. Verify on a GPU node, or ask only for the CPU gates "
             "(Limits.gates) to accept a result without them.",
-            metrics={"gates_not_run": wanted},
+            metrics={"gates_not_run": wanted, **({"beyond_cpu": beyond} if beyond else {})},
         )
+
+    def _cpu_reach(self, ctx: Context) -> dict:
+        """What this task's sizes let the CPU path run (`load`: the model built at the
+        timing sizes for the launch dry run; `run`: the trials at the small sizes), from
+        the sizes alone: tensors made on the meta device, nothing allocated."""
+        fp = self._footprint(ctx.task)
+        budget = ctx.limits.memory_mb * 2**20
+        h = ctx.task.harness
+        trials = h.get("trials", 5) + (1 if h.get("shift") else 0)
+        seconds = trials * fp["small_elements"] * CPU_ELEMENT_S
+        # half the job's CPU budget (what the candidate's process may spend), not its wall
+        # clock: a slow machine's short wall limit is the machine's, judged as such later
+        deadline = ctx.limits.cpu_s / 2
+        gib = 2**30
+        if CPU_MEMORY_COPIES * fp["params"] > budget:
+            why = (
+                f"the model's weights are {fp['params'] / gib:.2f} GiB at the timing sizes, "
+                f"past what a {ctx.limits.memory_mb} MB CPU runner can hold"
+            )
+            return {"load": False, "run": False, "why": why}
+        if CPU_MEMORY_COPIES * fp["small_bytes"] > budget:
+            why = (
+                f"the trials' tensors are {fp['small_bytes'] / gib:.2f} GiB, past what a "
+                f"{ctx.limits.memory_mb} MB CPU runner can hold"
+            )
+            return {"load": True, "run": False, "why": why}
+        if self.domain == "triton" and seconds > deadline:
+            why = (
+                f"{fp['small_elements']:.3g} elements a trial: about {seconds:.0f} s of "
+                f"Triton's interpreter for {trials} trials, past half the job's CPU budget "
+                f"({ctx.limits.cpu_s} s)"
+            )
+            return {"load": True, "run": False, "why": why}
+        return {"load": True, "run": True, "why": ""}
+
+    def _footprint(self, task: Task) -> dict:
+        """Bytes of the model's weights at the timing sizes; bytes (weights, inputs,
+        outputs) and elements (inputs, outputs) of one trial at the small sizes."""
+        key = ("footprint", task.task_id)
+        if key in self._costs:
+            return self._costs[key]
+        fp = {"params": _meta_sizes(task, False)["params"]}
+        small = _meta_sizes(task, True)
+        fp["small_bytes"] = small["params"] + small["data"]
+        fp["small_elements"] = small["elements"]
+        self._costs[key] = fp
+        return fp
 
     def _tolerance(self, task: Task):
         """(atol, rtol) by output dtype: the task's override, else its dtype's row."""
@@ -620,7 +695,7 @@ class KernelVerifier(Verifier):
             "device": self.device,
             "problem": _runner_problem(h["problem"]),
             "kernels": anticheat.claimed_kernels(ctx.code) if self.domain == "triton" else [],
-            "small": h.get("small", {}),
+            "small": small_sizes(ctx.task),
             "code": ctx.code,
             "entry": ctx.task.interface.get("entry", "ModelNew"),
             "init_seed": 42,
@@ -750,7 +825,7 @@ class KernelVerifier(Verifier):
                 h = task.harness
                 tag = f"ref_{'s' if small else 'f'}"
                 problem = runner.problem_module(
-                    h["problem"], h.get("small") if small else None, tag
+                    h["problem"], small_sizes(task) if small else None, tag
                 )
                 model = runner.build_reference(problem, 42, "cpu").to(self.device)
                 self._refs[key] = (problem, model)
@@ -1021,6 +1096,74 @@ class CudaVerifier(KernelVerifier):
         ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
         ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
         return detail
+
+
+def small_sizes(task: Task) -> dict:
+    """The sizes of the tail trial: the task's [harness.small], or, for a task without one
+    (a KernelBench import: its sizes are powers of two, so every block is full and a
+    dropped tail guard or store mask never shows), its timing sizes made ragged."""
+    h = task.harness
+    if h.get("small"):
+        return dict(h["small"])
+    return dict(_ragged_sizes(h["problem"]))
+
+
+@functools.lru_cache(maxsize=256)
+def _ragged_sizes(problem_text: str) -> tuple[tuple[str, int], ...]:
+    """Each even size of at least 64 one less (odd: no block size divides it, so the last
+    block of every launch over it is partial; memory as at the timing sizes). Smaller ones
+    (heads, kernel widths, channels) stay: they are often structural. Kept only if the
+    reference still runs there (on the meta device: nothing allocated); else none."""
+    import torch
+
+    from verifiers.kernels import runner
+    from verifiers.kernels.spec import problem_facts
+
+    try:
+        sizes = problem_facts(problem_text, "problem.py")["sizes"]
+    except Exception:  # not a layout we can read: no tail trial of our own
+        return ()
+    ragged = {
+        k: v - 1
+        for k, v in sizes.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 64 and v % 2 == 0
+    }
+    if not ragged:
+        return ()
+    try:
+        problem = runner.problem_module(problem_text, ragged, "ragged")
+        with torch.device("meta"), torch.no_grad():
+            inputs = problem.get_inputs()
+            problem.Model(*problem.get_init_inputs())(*inputs)
+    except Exception:  # the reference needs those sizes as they were (a divisibility)
+        return ()
+    return tuple(sorted(ragged.items()))
+
+
+def _meta_sizes(task: Task, small: bool) -> dict:
+    """The problem's weights, inputs and outputs at the timing (or small) sizes, made on
+    the meta device: their bytes and elements without allocating them. An output that
+    the meta device cannot compute counts as large as the inputs."""
+    import torch
+
+    from verifiers.kernels import runner
+
+    h = task.harness
+    problem = runner.problem_module(h["problem"], small_sizes(task) if small else None, "meta")
+    with torch.device("meta"):
+        inputs = [x for x in problem.get_inputs() if isinstance(x, torch.Tensor)]
+        model = problem.Model(*problem.get_init_inputs())
+    weights = [*model.parameters(), *model.buffers()]
+    try:
+        with torch.no_grad():
+            outs = [o for o in runner.as_outputs(model(*inputs)) if o.device.type == "meta"]
+    except Exception:  # an op without a meta kernel: as large as the inputs
+        outs = inputs
+    return {
+        "params": _nbytes(weights),
+        "data": _nbytes(inputs) + _nbytes(outs),
+        "elements": sum(x.numel() for x in [*inputs, *outs]),
+    }
 
 
 def _flops(model, inputs) -> int:

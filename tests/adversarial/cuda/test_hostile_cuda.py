@@ -18,6 +18,7 @@ import pytest
 
 from tests.adversarial.harness import CANDIDATE_FAULT, REFUSED, assert_innocent_passes
 from tests.adversarial.kernel_kit import (
+    ROOT,
     StaticGateBypassedCudaVerifierForTests,
     fill,
     module_fixtures,
@@ -438,3 +439,70 @@ def hole():
 """
     outside.check(run(bypassed, relu, probe(leave)), CANDIDATE_FAULT)
     outside.check(run(bypassed, relu, probe(find)), CANDIDATE_FAULT)
+
+
+# --- what a candidate can do past the task's cases (#29) ------------------------------------
+# 24576 x 4093 at the timing shape: 392,928 blocks of 256, past 65,535 on grid y and z
+GRID_ON_Y = CUDA_RELU.replace("blockIdx.x * blockDim.x", "blockIdx.y * blockDim.x").replace(
+    "grid=((n + 255) // 256,)", "grid=(1, (n + 255) // 256)"
+)
+GRID_ON_Z = CUDA_RELU.replace("blockIdx.x * blockDim.x", "blockIdx.z * blockDim.x").replace(
+    "grid=((n + 255) // 256,)", "grid=(1, 1, (n + 255) // 256)"
+)
+
+
+@pytest.mark.parametrize("code", [GRID_ON_Y, GRID_ON_Z], ids=["grid_y", "grid_z"])
+def test_grid_past_limit_is_launch_exceeds_limit(verifier, relu, outside, code):
+    """nvcc compiles it and the small shapes would run; the launch dry run at the timing
+    shapes sees 392,928 blocks on an axis whose limit is 65,535."""
+    assert code != CUDA_RELU
+    v = run(verifier, relu, code)
+    outside.check(v, {Status.RUNTIME_ERROR})
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "launch_exceeds_limit"), v.feedback
+    assert "392928 exceeds the device limit 65535" in v.feedback, v.feedback
+
+
+def test_kernelbench_sizes_without_a_gpu_are_no_gpu(verifier, relu, outside):
+    """Correct candidates at KernelBench's sizes on a node without a GPU are
+    infra_error/no_gpu: the 6.4 GB ReLU at the correct gate (the CPU path could not run
+    it), the Linear with 4 GiB of weights already at launch (the runner is not asked to
+    build the model: before, it was the candidate's memory_limit)."""
+    from tests.adversarial.triton.test_hostile_triton import kernelbench_size, problem_of
+    from verifiers.catalog import load_task
+
+    gates = Limits(gates=(*GATES, "correct"), timeout_s=5.0)
+    big = kernelbench_size(relu, problem_of("cuda", "relu", batch_size=4096, dim=393216))
+    v = verifier.verify(big, CUDA_RELU, gates)
+    outside.check(v, {Status.INFRA_ERROR})
+    assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "correct")
+    linear = load_task(ROOT / "tasks" / "cuda" / "linear_relu")
+    weights = problem_of("cuda", "linear_relu", in_features=32768, out_features=32768)
+    v = verifier.verify(kernelbench_size(linear, weights), linear.reference, gates)
+    outside.check(v, {Status.INFRA_ERROR})
+    assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "launch")
+    assert "weights are 4.00 GiB" in v.feedback, v.feedback
+
+
+# the bounds guard dropped: the tail block's threads store past y (5 x 1000 = 5000 is not
+# a multiple of 256, nor 4093 of anything); and a guard kept on the read only
+GUARD_DROPPED = CUDA_RELU.replace("    if (i < n) {\n", "    {\n")
+READ_GUARDED_ONLY = CUDA_RELU.replace(
+    "    if (i < n) {\n        float v = x[i];\n",
+    "    {\n        float v = i < n ? x[i] : 0.0f;\n",
+)
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="stores run only on a GPU")
+@pytest.mark.parametrize("code", [GUARD_DROPPED, READ_GUARDED_ONLY], ids=["guard", "read_only"])
+def test_tail_guard_dropped_is_out_of_bounds_write_on_a_gpu(cache, relu, code):
+    """On a GPU (`python3 -m pytest tests/adversarial/cuda -k on_a_gpu` on the H200): the
+    tail threads' stores land in the red zone past y, wrong_answer/out_of_bounds_write;
+    without the zones they landed in the caching allocator's slack and passed."""
+    assert code != CUDA_RELU
+    v = CudaVerifier(device="cuda", workers=1, cache_dir=cache)
+    try:
+        got = v.verify(relu, code, Limits(gates=(*GATES, "correct")))
+        assert (got.status, got.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), got.feedback
+        assert "past the end of buffer 0 (float32" in got.feedback, got.feedback
+    finally:
+        v.close()

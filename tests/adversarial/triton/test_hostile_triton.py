@@ -10,6 +10,7 @@ switched off, so that the runner and the host-side reads must hold on their own.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import textwrap
 from pathlib import Path
@@ -25,11 +26,13 @@ from tests.adversarial.harness import (
     check,
 )
 from tests.adversarial.kernel_kit import (
+    ROOT,
     StaticGateBypassedTritonVerifierForTests,
     fill,
     module_fixtures,
 )
 from tests.verifiers.test_kernels import TRITON_RELU
+from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
 from verifiers.kernels.verifier import TritonVerifier
 
@@ -621,3 +624,152 @@ def test_host_paths_outdir_linked_to_a_host_dir(bypassed, relu, outside, tmp_pat
     assert v.status is not Status.INFRA_ERROR, v.feedback
     assert v.status is Status.PASS or v.status in CANDIDATE_FAULT, v.feedback
     assert_innocent_passes(lambda t, c: run(bypassed, t, c), relu, TRITON_RELU)
+
+
+# --- what a candidate can do past the task's cases (#29): stray stores, launches past a
+# limit, sizes the CPU path cannot run. Each fails for its real reason, status and code.
+def _relu_with(kernel_body: str, launch: str) -> str:
+    """TRITON_RELU with its kernel's last lines and its launch replaced."""
+    code = TRITON_RELU.replace(
+        "    x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n"
+        "    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)\n",
+        textwrap.indent(textwrap.dedent(kernel_body), "    "),
+    ).replace("        relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)\n", launch)
+    assert code.count("relu_kernel[") == 1 and kernel_body.split("\n")[-2] in code, code
+    return code
+
+
+_LOAD = "x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n"
+_LAUNCH = "        relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)\n"
+STORE_MASK_DROPPED = _relu_with(_LOAD + "tl.store(y_ptr + offs, tl.maximum(x, 0.0))\n", _LAUNCH)
+# one program per row of (rows, cols): the row's store without its column mask spills
+# past the row; only the last row's spill leaves the buffer
+ROWS_STORE_MASK_DROPPED = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_rows(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(y_ptr + row * n_cols + cols, tl.maximum(x, 0.0))
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        rows, cols = x.shape
+        relu_rows[(rows,)](x, y, cols, BLOCK=triton.next_power_of_2(cols))
+        return y
+"""
+STORE_BEFORE_OUTPUT = _relu_with(
+    _LOAD + "tl.store(y_ptr + offs - 8, tl.maximum(x, 0.0), mask=mask)\n", _LAUNCH
+)
+STORE_BEFORE_INPUT = _relu_with(
+    _LOAD
+    + "tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)\n"
+    + "tl.store(x_ptr + offs - 4, x, mask=offs < 4)\n",
+    _LAUNCH,
+)
+# 24576 x 4093 at the timing shape: 98,232 programs of 1024, past 65,535 on axes 1 and 2
+GRID_ON_AXIS_1 = TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(1)").replace(
+    "relu_kernel[(triton.cdiv(n, BLOCK),)]", "relu_kernel[(1, triton.cdiv(n, BLOCK))]"
+)
+GRID_ON_AXIS_2 = TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(2)").replace(
+    "relu_kernel[(triton.cdiv(n, BLOCK),)]", "relu_kernel[(1, 1, triton.cdiv(n, BLOCK))]"
+)
+
+# accumulated into a zeroed output, the atomic_add without its mask: the lanes past the
+# end add 0.0 (their loads were masked), which leaves plain memory as it was
+ATOMIC_MASK_DROPPED = _relu_with(
+    _LOAD + "tl.atomic_add(y_ptr + offs, tl.maximum(x, 0.0))\n", _LAUNCH
+).replace("y = torch.empty_like(x)", "y = torch.zeros_like(x)")
+
+PAST_THE_CASES = [
+    pytest.param(STORE_MASK_DROPPED, "past the end of buffer 0", id="store_mask_dropped-1d"),
+    pytest.param(ROWS_STORE_MASK_DROPPED, "past the end of buffer 0", id="store_mask_dropped-rows"),
+    pytest.param(STORE_BEFORE_OUTPUT, "before buffer 0", id="write_before-the_output"),
+    pytest.param(STORE_BEFORE_INPUT, "before input 0", id="write_before-an_input"),
+    pytest.param(ATOMIC_MASK_DROPPED, "past the end of buffer 0", id="atomic_mask_dropped"),
+]
+
+
+@pytest.mark.parametrize(("code", "says"), PAST_THE_CASES)
+def test_a_store_outside_its_buffers_is_out_of_bounds_write(verifier, relu, outside, code, says):
+    """A store outside every buffer forward was given or allocated lands in a red zone:
+    wrong_answer/out_of_bounds_write naming the buffer and the side, before any output is
+    compared (on the H200 such stores landed in the allocator's slack and passed)."""
+    v = run(verifier, relu, code)
+    check(outside, v, {Status.WRONG_ANSWER}, verifier)
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), v.feedback
+    assert says in v.feedback, v.feedback
+
+
+@pytest.mark.parametrize("code", [GRID_ON_AXIS_1, GRID_ON_AXIS_2], ids=["axis_1", "axis_2"])
+def test_grid_past_limit_is_launch_exceeds_limit(verifier, relu, outside, code):
+    """Fine at the small shapes the interpreter runs; the dry run at the timing shapes
+    sees 98,232 programs on an axis whose limit is 65,535."""
+    v = run(verifier, relu, code)
+    check(outside, v, {Status.RUNTIME_ERROR}, verifier)
+    assert (v.status, v.code) == (Status.RUNTIME_ERROR, "launch_exceeds_limit"), v.feedback
+    assert "98232 exceeds the device limit 65535" in v.feedback, v.feedback
+
+
+def kernelbench_size(task, problem_text: str):
+    """`task` with a problem at KernelBench's own sizes and no small shapes (as an
+    imported KernelBench task has)."""
+    import dataclasses
+
+    harness = {k: v for k, v in task.harness.items() if k != "small"}
+    return dataclasses.replace(task, harness={**harness, "problem": problem_text}, task_id="")
+
+
+def problem_of(domain: str, name: str, **sizes: int) -> str:
+    text = (ROOT / "tasks" / domain / name / "problem.py").read_text()
+    for k, v in sizes.items():
+        text, n = re.subn(rf"^{k} = \d+$", f"{k} = {v}", text, flags=re.M)
+        assert n == 1, k
+    return text
+
+
+def test_kernelbench_sizes_without_a_gpu_are_no_gpu(verifier, relu, outside):
+    """A correct candidate on a task of KernelBench's sizes (ReLU 4096 x 393216 fp32:
+    6.4 GB a tensor; a Linear of 32768 x 32768: 4 GiB of weights; ReLU 2048 x 4096: too
+    many interpreted programs), on a node without a GPU: its CPU path cannot run them, so
+    the verdict is infra_error/no_gpu (retried on a GPU), never the candidate's timeout
+    or memory_limit."""
+    big_relu = kernelbench_size(relu, problem_of("triton", "relu", batch_size=4096, dim=393216))
+    v = run(verifier, big_relu, TRITON_RELU)
+    check(outside, v, {Status.INFRA_ERROR}, verifier)
+    assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "correct")
+    assert "past what a 2048 MB CPU runner can hold" in v.feedback, v.feedback
+    linear = load_task(ROOT / "tasks" / "triton" / "linear_relu")
+    weights = problem_of("triton", "linear_relu", in_features=32768, out_features=32768)
+    v = run(verifier, kernelbench_size(linear, weights), linear.reference)
+    check(outside, v, {Status.INFRA_ERROR}, verifier)
+    assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "launch")
+    assert "weights are 4.00 GiB" in v.feedback, v.feedback
+    # fits in memory (2048 x 4096: 32 MB a tensor), but ~8,000 programs a trial of the
+    # interpreter: past half the job's CPU budget, so not the candidate's timeout either
+    slow = kernelbench_size(relu, problem_of("triton", "relu", batch_size=2048, dim=4096))
+    v = run(verifier, slow, TRITON_RELU)
+    check(outside, v, {Status.INFRA_ERROR}, verifier)
+    assert (v.status, v.code, v.checks[-1].name) == (Status.INFRA_ERROR, "no_gpu", "correct")
+    assert "of Triton's interpreter for 5 trials" in v.feedback, v.feedback
+
+
+def test_a_task_without_small_shapes_gets_a_ragged_tail_trial(verifier, relu, outside):
+    """A KernelBench-style task (no [harness.small]) at power-of-two sizes: 8 x 2048 is
+    16 full blocks of 1024, so a store without its mask never leaves the output there.
+    Its tail trial runs at the sizes made ragged (2047: the last block partial), where the
+    stray store lands in a red zone; the honest kernel passes at both."""
+    pow2 = kernelbench_size(relu, problem_of("triton", "relu", batch_size=8, dim=2048))
+    v = run(verifier, pow2, STORE_MASK_DROPPED)
+    check(outside, v, {Status.WRONG_ANSWER}, verifier)
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), v.feedback
+    assert "float32[8, 2047]" in v.feedback, v.feedback
+    assert run(verifier, pow2, TRITON_RELU).status is Status.PASS
