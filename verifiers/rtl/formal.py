@@ -56,6 +56,9 @@ BMC_FRAMES = 24
 SAT_CEX = "cex.json"  # yosys sat's model (WaveJSON), written only when there is one
 ABC_STATUS = "abc.status"  # ABC's write_status
 ABC_CEX = "cex.txt"
+# the candidate's unset flops free at power-up / every flop powering up 0 (aiger_script)
+POWERUP_AIG, POWERUP_MAP = "miter.aig", "miter.map"
+ZERO_AIG, ZERO_MAP = "miter_z.aig", "miter_z.map"
 # what Yosys reads: the sources with `always_comb` as `always @*` (hdl.comb_as_star)
 YOSYS_REF, YOSYS_CAND = "ref.y.sv", "cand.y.sv"
 
@@ -101,10 +104,11 @@ def comb_script(top: str, ignore_gold_x: bool, timeout_s: float) -> str:
 
 @dataclass
 class Outcome:
-    verdict: str  # "proven" | "counterexample" | "unknown"
+    verdict: str  # "proven" | "counterexample" | "unknown" ("undecided": formal.py's own)
     detail: str = ""
     feedback: str = ""
     depth: int | None = None
+    code: str = "equivalence_counterexample"  # a counterexample's taxonomy code
 
 
 def sat_outcome(
@@ -241,38 +245,68 @@ def single_posedge_clock(netlist_json: str, clock: str | None) -> bool:
 
 
 def aiger_script(cycle_frames: bool) -> str:
-    # techmap, not synth: ABC needs gates, not a good netlist (3x faster, same pdr time)
-    steps = ["read_rtlil miter_pre.il"]
-    if not cycle_frames:
-        steps.append("clk2fflogic")
-    steps += ["opt -fast", "techmap", "opt -fast"]
+    """Two models of one miter. POWERUP (miter.aig): each flop of the candidate without an
+    initial value powers up free (write_aiger -zinit gives it an input read at frame 0,
+    an `init` line of the map), and `opt -keepdc` keeps a flop that only holds its
+    power-up value (plain opt makes it a constant X and picks whatever value suits the
+    logic after it: a design then judged by a choice of the optimiser). ZERO
+    (miter_z.aig): every flop powers up 0, the optimiser free, the model this gate had
+    before the power-up was free. The reference powers up 0 in both: its own unset
+    flops are X in the testbench, what depends on them a don't-care, and the replay
+    leaves them X."""
+    # the candidate's cells by their source file: `src` is set by the frontend and the
+    # anti-cheat allow-list keeps it out of candidate text. With one frame per cycle after
+    # opt (which merges a reference flop and an identical one of the candidate: one flop,
+    # as free as the candidate's, the same in both); clk2fflogic's cells have no `src`,
+    # so before it (it carries the initial values over, the candidate's free ones as X)
+    zinit_others = f"zinit -all t:* a:src=*{YOSYS_CAND}* %d"
+
+    def model(keepdc: bool) -> list[str]:
+        # techmap, not synth: ABC needs gates, not a good netlist (3x faster, same pdr time)
+        opt = "opt -fast -keepdc" if keepdc else "opt -fast"
+        steps = [opt, "techmap", opt]
+        if cycle_frames:
+            steps.append("async2sync")
+        return steps
+
+    pre = ["read_rtlil miter_pre.il"]
+    tail = ["dffunmap", "aigmap", "setundef -zero", "opt_clean"]
+    powerup = model(keepdc=True)
     if cycle_frames:
-        steps.append("async2sync")
-    steps += [
+        powerup.append(zinit_others)
+    else:
+        powerup = [zinit_others, "clk2fflogic", *powerup]
+    zero = model(keepdc=False) if cycle_frames else ["clk2fflogic", *model(keepdc=False)]
+    steps = [
+        *pre,
+        "design -save crucible_pre",
+        *powerup,
+        *tail,
+        # -vmap: clk2fflogic's flops have internal names (an `init` line names one)
+        f"write_aiger -zinit -vmap {POWERUP_MAP} {POWERUP_AIG}",
+        "design -load crucible_pre",
+        *zero,
         "zinit -all",
-        "dffunmap",
-        "aigmap",
-        "setundef -zero",
-        "opt_clean",
-        "write_aiger -zinit -map miter.map miter.aig",
+        *tail,
+        f"write_aiger -zinit -map {ZERO_MAP} {ZERO_AIG}",
     ]
     return "; ".join(steps)
 
 
-def abc_bmc(timeout_s: float) -> str:
+def abc_bmc(timeout_s: float, aig: str = POWERUP_AIG) -> str:
     return (
-        f"read_aiger miter.aig; bmc3 -F {BMC_FRAMES} -T {max(1, int(timeout_s))}; "
+        f"read_aiger {aig}; bmc3 -F {BMC_FRAMES} -T {max(1, int(timeout_s))}; "
         f"write_status {ABC_STATUS}; write_cex -n {ABC_CEX}"
     )
 
 
-def abc_pdr(timeout_s: float) -> str:
+def abc_pdr(timeout_s: float, aig: str = POWERUP_AIG) -> str:
     # scorr first: it merges registers that provably agree (two encodings of one state), which
     # leaves pdr a trivial miter where alone it must learn the whole encoding (a Gray-coded
     # counter vs a binary one: >10 s without, 0.01 s with); it keeps the inputs, so a
     # counterexample is still a trace of the original miter (and is replayed anyway).
     return (
-        f"read_aiger miter.aig; scorr; pdr -T {max(1, int(timeout_s))}; "
+        f"read_aiger {aig}; scorr; pdr -T {max(1, int(timeout_s))}; "
         f"write_status {ABC_STATUS}; write_cex -n {ABC_CEX}"
     )
 
@@ -289,7 +323,8 @@ def parse_status(status: str | None) -> tuple[str, int | None, int | None]:
         return "unknown", None, None
     if m["kind"] == "UNSAT":
         return "proven", None, None
-    nums = [int(w) for w in m["rest"].split() if w.isdigit()]
+    # bmc3 writes engine -1 when it stops at frame 0
+    nums = [int(w) for w in m["rest"].split() if re.fullmatch(r"-?\d+", w)]
     out_idx, frame = (nums[-2], nums[-1]) if len(nums) >= 3 else (None, None)
     return "counterexample", out_idx, frame
 
@@ -305,6 +340,55 @@ def read_map(map_text: str) -> tuple[dict[int, tuple[str, int]], list[str]]:
         elif len(parts) == 4 and parts[0] == "output":
             outputs[int(parts[1])] = parts[3]
     return inputs, [outputs[k] for k in sorted(outputs)]
+
+
+# a register of the candidate a Verilog hierarchical name can reach from the miter:
+# plain identifiers and index selects (generate blocks, memory words), no escaped or
+# yosys-internal ($) names
+_HIER_NAME = re.compile(r"gate(?:\.[A-Za-z_]\w*(?:\[\d+\])*)+")
+# the flop clk2fflogic keeps a register's state in (yosys 0.23's name for it)
+_SAMPLED = re.compile(r"\$auto\$clk2fflogic\.cc:\d+:sample_data\$\\(?P<name>.+)#sampled\$\d+")
+
+
+def read_inits(map_text: str) -> dict[int, list[tuple[str, int]]]:
+    """AIGER input index of a free power-up value -> the candidate registers (every alias
+    of the flop's net a hierarchical name reaches, and its bit) it initialises."""
+    inits: dict[int, list[tuple[str, int]]] = {}
+    for line in map_text.splitlines():
+        parts = line.split()
+        if len(parts) != 4 or parts[0] != "init":
+            continue
+        name = m["name"] if (m := _SAMPLED.fullmatch(parts[3])) else parts[3]
+        if _HIER_NAME.fullmatch(name):
+            inits.setdefault(int(parts[1]), []).append((name, int(parts[2])))
+    return inits
+
+
+def read_powerup(
+    cex_text: str | None, inits: Mapping[int, Sequence[tuple[str, int]]]
+) -> dict[str, dict[int, int]]:
+    """The power-up state of a counterexample: register -> {bit: value} at frame 0 (a
+    trace of the ZERO model, `cex_text` None: every one of them 0)."""
+    bits = {}
+    if cex_text is not None:
+        for m in re.finditer(r"^pi(\d+)@0=([01])", cex_text, re.M):
+            bits[int(m[1])] = int(m[2])
+    state: dict[str, dict[int, int]] = {}
+    for idx, names in inits.items():
+        for name, pos in names:
+            state.setdefault(name, {})[pos] = bits.get(idx, 0)
+    return state
+
+
+def powerup_summary(state: Mapping[str, Mapping[int, int]], limit: int = 8) -> str:
+    """`count=0x7 armed=0x1`: the registers as the candidate names them, those powering
+    up non-zero first."""
+    vals = {
+        n.removeprefix("gate."): sum(v << b for b, v in bits.items()) for n, bits in state.items()
+    }
+    order = sorted(vals, key=lambda n: (vals[n] == 0, n))
+    text = " ".join(f"{n}={vals[n]:#x}" for n in order[:limit])
+    return text + (f" (and {len(order) - limit} more)" if len(order) > limit else "")
 
 
 def read_cex(cex_text: str, inputs: Mapping[int, tuple[str, int]]) -> list[dict[str, int]]:
@@ -325,32 +409,60 @@ def replay_testbench(
     trace: Sequence[Mapping[str, int]],
     cycle_frames: bool,
     token: str,
-) -> str:
-    """Drive the miter with the trace in simulation; print every frame's differences."""
+    powerup: Mapping[str, Mapping[int, int]] | None = None,
+) -> tuple[str, dict[int, str]]:
+    """Drive the miter with the trace in simulation; print every frame's differences.
+    Two miters see the same inputs: `m` powers up as the testbench does (every unset
+    register X), `p` with the candidate's registers set to the counterexample's power-up
+    state (`powerup`), the reference's left X, so a difference of `p` alone is one the
+    reference's defined outputs show against a power-up state the hardware can take.
+    Returns the text and, by line number, the register each power-up line sets (a name
+    the compiler refuses, e.g. a net alias of a flop, is dropped by line)."""
     ports = list(interface.get("ports") or ())
     clock = interface.get("clock")
     ins = [p for p in ports if p["direction"] == "input"]
     outs = [p for p in ports if p["direction"] == "output"]
     lines = [f"module {REPLAY};"]
     for p in ins:
-        lines.append(f"  reg {_rng(p.get('width', 1))}{p['name']};")
-    for p in outs:
-        lines.append(f"  wire t_{p['name']};")
-    conns = [f".{p['name']}({p['name']})" for p in ins]
-    conns += [f".{P_TRIG}{p['name']}(t_{p['name']})" for p in outs]
-    lines.append(f"  {MITER} m(" + ", ".join(conns) + ");")
+        # clk2fflogic's flops see no edge in frame 0 (their sampled clock starts at the
+        # level they trigger away from); a declaration's value makes no event, where
+        # X -> 0 at time 0 is a negedge in simulation
+        start = ""
+        if p["name"] == clock and not cycle_frames and trace:
+            start = f" = 1'b{trace[0].get(clock, 0) & 1}"
+        lines.append(f"  reg {_rng(p.get('width', 1))}{p['name']}{start};")
+    insts = [("m", "t_", "CEX")] + ([("p", "tp_", "PWR")] if powerup else [])
+    for _inst, pre, _tag in insts:
+        for p in outs:
+            lines.append(f"  wire {pre}{p['name']};")
+    for inst, pre, _tag in insts:
+        conns = [f".{p['name']}({p['name']})" for p in ins]
+        conns += [f".{P_TRIG}{p['name']}({pre}{p['name']})" for p in outs]
+        lines.append(f"  {MITER} {inst}(" + ", ".join(conns) + ");")
     shown = [p for p in ins if p["name"] != clock]
     fmt = " ".join(f"{p['name']}=%h" for p in shown)
     args = "".join(f", {p['name']}" for p in shown)
     lines.append("  task show(input integer f);")
     lines.append("  begin")
-    for p in outs:
-        n = p["name"]
-        lines.append(
-            f"    if (t_{n} === 1'b1) $display(\"{token} CEX frame=%0d output={n} "
-            f'expected=%h got=%h inputs: {fmt}", f, m.{P_GOLD}{n}, m.{P_GATE}{n}{args});'
-        )
+    for inst, pre, tag in insts:
+        for p in outs:
+            n = p["name"]
+            lines.append(
+                f"    if ({pre}{n} === 1'b1) $display(\"{token} {tag} frame=%0d output={n} "
+                f'expected=%h got=%h inputs: {fmt}", f, {inst}.{P_GOLD}{n}, '
+                f"{inst}.{P_GATE}{n}{args});"
+            )
     lines += ["  end", "  endtask", "  initial begin"]
+    # before any input moves (a clock X -> 1 at time 0 is an edge): the unset bits of a
+    # register stay X, the rest take the counterexample's values
+    setters: dict[int, str] = {}
+    for name, bits in sorted((powerup or {}).items()):
+        width = max(bits) + 1
+        mask = sum(1 << b for b in bits)
+        value = sum(v << b for b, v in bits.items())
+        setters[len(lines) + 1] = name
+        reg = f"p.{name}"
+        lines.append(f"    {reg} = ({reg} & ~{width}'h{mask:x}) | {width}'h{value:x};")
     if clock and cycle_frames:
         lines.append(f"    {clock} = 1'b0;")
     for f, frame in enumerate(trace):
@@ -365,11 +477,11 @@ def replay_testbench(
         else:
             lines.append("    #1;")
     lines += [f'    $display("{token} END");', "  end", "endmodule"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", setters
 
 
 _CEX_LINE = re.compile(
-    r"CEX frame=(?P<frame>\d+) output=(?P<output>\S+) expected=(?P<expected>\S+) "
+    r"(?P<kind>CEX|PWR) frame=(?P<frame>\d+) output=(?P<output>\S+) expected=(?P<expected>\S+) "
     r"got=(?P<got>\S+) inputs:\s*(?P<inputs>.*)$"
 )
 

@@ -621,9 +621,7 @@ class RtlVerifier(Verifier):
         if out.depth is not None:
             ctx.metrics["equivalence_depth"] = out.depth
         if out.verdict == "counterexample":
-            raise GateFail(
-                Status.WRONG_ANSWER, "equivalence_counterexample", out.detail, feedback=out.feedback
-            )
+            raise GateFail(Status.WRONG_ANSWER, out.code, out.detail, feedback=out.feedback)
         if out.verdict == "unknown":
             t = formal_budget(ctx)
             ctx.notes.append(f"Formal equivalence undecided within {t:g}s: {out.detail}")
@@ -682,17 +680,51 @@ class RtlVerifier(Verifier):
             return formal.Outcome(
                 "unknown", f"AIGER not written: {err[0] if err else res.limit_hit}"
             )
+        out = self._model(ctx, formal.POWERUP_AIG, formal.POWERUP_MAP, cycles, t, None)
+        if out.verdict != "undecided":
+            return out
+        # the power-up model's difference needs the reference's own unset state (the
+        # reference's outputs are X there): ZERO, every flop powering up 0, is the
+        # question this gate asked before the candidate's power-up was free
+        inits = formal.read_inits(_read(ctx, formal.POWERUP_MAP))
+        zero = self._model(ctx, formal.ZERO_AIG, formal.ZERO_MAP, cycles, t, inits)
+        if zero.verdict == "proven":
+            return formal.Outcome(
+                "unknown",
+                "equivalent from an all-zero power-up (ABC pdr); from another power-up "
+                f"state it differs where the reference's own outputs are X ({out.detail})",
+            )
+        if zero.verdict == "undecided":
+            both = (
+                f"{out.detail}, from a free and from an all-zero power-up"
+                if zero.detail == out.detail
+                else f"free power-up: {out.detail}; all-zero power-up: {zero.detail}"
+            )
+            return formal.Outcome("unknown", both, depth=out.depth)
+        return zero
+
+    def _model(
+        self,
+        ctx: Context,
+        aig: str,
+        map_name: str,
+        cycles: bool,
+        t: float,
+        zero_inits: dict[int, list[tuple[str, int]]] | None,
+    ) -> formal.Outcome:
+        """ABC on one model of the miter (bmc3, then pdr), a counterexample replayed;
+        "undecided": a counterexample the replay ran through without seeing it."""
         engine = "bmc3"
-        verdict, out_idx, frame, why = self._abc(ctx, formal.abc_bmc(min(2.0, t / 4)), t)
+        verdict, out_idx, frame, why = self._abc(ctx, formal.abc_bmc(min(2.0, t / 4), aig), t)
         if verdict != "counterexample":
             engine = "pdr"
-            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t), t, own_limit=True)
+            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t, aig), t, own_limit=True)
         if verdict == "proven":
             kind = "one frame per clock cycle" if cycles else "clk2fflogic"
             return formal.Outcome("proven", f"sequential equivalence proven (ABC pdr, {kind})")
         if verdict == "unknown":
             return formal.Outcome("unknown", f"ABC {engine}: {why or 'pdr undecided'}")
-        return self._replay(ctx, out_idx, frame, cycles, engine)
+        return self._replay(ctx, out_idx, frame, cycles, engine, map_name, zero_inits)
 
     def _abc(
         self, ctx: Context, script: str, t: float, own_limit: bool = False
@@ -712,13 +744,29 @@ class RtlVerifier(Verifier):
         return verdict, out_idx, frame, None
 
     def _replay(
-        self, ctx: Context, out_idx: int | None, frame: int | None, cycles: bool, engine: str
+        self,
+        ctx: Context,
+        out_idx: int | None,
+        frame: int | None,
+        cycles: bool,
+        engine: str,
+        map_name: str,
+        zero_inits: dict[int, list[tuple[str, int]]] | None,
     ) -> formal.Outcome:
         """Check ABC's counterexample in simulation, where X bits of the reference are
-        don't-cares as in the testbench; only a reproduced one fails the candidate."""
+        don't-cares as in the testbench; only a reproduced one fails the candidate. The
+        candidate's registers power up as in the counterexample (the POWERUP model's
+        free values, or ZERO's zeros: `zero_inits`) in a second miter of the replay; a
+        difference only that one shows is `uninitialized_state`."""
         iface = ctx.task.interface
-        in_map, out_names = formal.read_map(_read(ctx, "miter.map"))
-        trace = formal.read_cex(_read(ctx, "cex.txt"), in_map)
+        map_text = _read(ctx, map_name)
+        in_map, out_names = formal.read_map(map_text)
+        cex_text = _read(ctx, formal.ABC_CEX)
+        trace = formal.read_cex(cex_text, in_map)
+        if zero_inits is None:
+            powerup = formal.read_powerup(cex_text, formal.read_inits(map_text))
+        else:
+            powerup = formal.read_powerup(None, zero_inits)
         which = (
             out_names[out_idx].removeprefix(formal.P_TRIG)
             if out_idx is not None and out_idx < len(out_names)
@@ -732,11 +780,7 @@ class RtlVerifier(Verifier):
                 depth=frame,
             )
         token = "CRUCIBLE_" + secrets.token_hex(8)
-        _write(ctx, "replay.sv", formal.replay_testbench(iface, trace, cycles, token))
-        with _harness_files(ctx, "ref.sv", UNIT_SHIM):
-            files = ["ref.sv", "miter.sv", "replay.sv", UNIT_SHIM, "cand.sv"]
-            res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
-        _remove(ctx, "replay.sv")  # the token: gone before the candidate's code runs
+        res, powerup = self._compile_replay(ctx, iface, trace, cycles, token, powerup)
         rows: list[dict[str, str]] = []
         ended = False
         if res.returncode == 0 and not res.limit_hit:
@@ -747,7 +791,7 @@ class RtlVerifier(Verifier):
         trace_text = formal.trace_summary(trace, iface.get("clock"), forced)
         if not rows and ended:
             return formal.Outcome(
-                "unknown",
+                "undecided",
                 f"ABC {engine} found a difference ({where}) that "
                 "simulation does not reproduce (X / initial-state semantics)",
                 depth=frame,
@@ -768,12 +812,21 @@ class RtlVerifier(Verifier):
             return formal.Outcome(
                 "counterexample", f"counterexample: {where} (ABC {engine})", fb, depth=frame
             )
+        plain = [r for r in rows if r["kind"] == "CEX"]
+        if plain:
+            return _cex_outcome(plain, engine, forced, trace_text)
+        # only the miter powered up as the counterexample says differs: the candidate's
+        # outputs depend on what its unset registers hold at power-up
         first = rows[0]
+        state = formal.powerup_summary(powerup)
         head = (
-            f"Formal equivalence check (sequential, ABC {engine}): "
-            + ("after reset, " if forced else "")
-            + f"the candidate differs from the reference at cycle {first['frame']} on output "
-            f"{first['output']}: expected {first['expected']}, got {first['got']}."
+            f"Formal equivalence check (sequential, ABC {engine}): the candidate's outputs "
+            "depend on what its registers without an initial value hold at power-up"
+            + (" (a reset sets only those it resets)" if forced else "")
+            + f". Powering up with {state}, it differs from the reference at cycle "
+            f"{first['frame']} on output {first['output']}: expected {first['expected']}, "
+            f"got {first['got']}. In simulation these registers start as X (and `===`, "
+            "`!==`, `case` or `if` on X can hide that); hardware starts them at 0 or 1."
         )
         table = waves.format_table(
             ("cycle", "output", "expected", "got", "inputs"),
@@ -782,6 +835,7 @@ class RtlVerifier(Verifier):
         fb = "\n".join(
             [
                 head,
+                "Reset them, or give them a value before anything reads them.",
                 "Input trace (cycle 0 is the reset cycle):" if forced else "Input trace:",
                 trace_text,
                 table,
@@ -789,10 +843,71 @@ class RtlVerifier(Verifier):
         )
         return formal.Outcome(
             "counterexample",
-            f"counterexample at cycle {first['frame']} (ABC {engine})",
+            f"power-up state {state}: differs at cycle {first['frame']} (ABC {engine})"[:300],
             fb,
             depth=int(first["frame"]),
+            code="uninitialized_state",
         )
+
+    def _compile_replay(
+        self,
+        ctx: Context,
+        iface: dict[str, Any],
+        trace: list[dict[str, int]],
+        cycles: bool,
+        token: str,
+        powerup: dict[str, dict[int, int]],
+    ) -> tuple[RunResult, dict[str, dict[int, int]]]:
+        """iverilog on the replay, and the power-up state it sets. A power-up line the
+        compiler refuses (a name of the flop's net that is not a variable) is dropped and
+        the replay compiled again; the plain replay (no power-up miter) is the last
+        resort."""
+        for _ in range(3):
+            text, setters = formal.replay_testbench(iface, trace, cycles, token, powerup)
+            _write(ctx, "replay.sv", text)
+            with _harness_files(ctx, "ref.sv", UNIT_SHIM):
+                files = ["ref.sv", "miter.sv", "replay.sv", UNIT_SHIM, "cand.sv"]
+                res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
+            _remove(ctx, "replay.sv")  # the token: gone before the candidate's code runs
+            if res.returncode == 0 or not powerup:
+                return res, powerup
+            bad = {
+                setters[int(n)]
+                for n in re.findall(r"replay\.sv:(\d+)", res.stdout + res.stderr)
+                if int(n) in setters
+            }
+            powerup = {k: v for k, v in powerup.items() if k not in bad} if bad else {}
+        return res, powerup
+
+
+def _cex_outcome(
+    rows: list[dict[str, str]], engine: str, forced: dict[str, int], trace_text: str
+) -> formal.Outcome:
+    first = rows[0]
+    head = (
+        f"Formal equivalence check (sequential, ABC {engine}): "
+        + ("after reset, " if forced else "")
+        + f"the candidate differs from the reference at cycle {first['frame']} on output "
+        f"{first['output']}: expected {first['expected']}, got {first['got']}."
+    )
+    table = waves.format_table(
+        ("cycle", "output", "expected", "got", "inputs"),
+        [[r["frame"], r["output"], r["expected"], r["got"], r["inputs"]] for r in rows[:5]],
+    )
+    fb = "\n".join(
+        [
+            head,
+            "Input trace (cycle 0 is the reset cycle):" if forced else "Input trace:",
+            trace_text,
+            table,
+        ]
+    )
+    return formal.Outcome(
+        "counterexample",
+        f"counterexample at cycle {first['frame']} (ABC {engine})",
+        fb,
+        depth=int(first["frame"]),
+    )
 
 
 def ref_cost(task: Task, gate: str) -> float:
