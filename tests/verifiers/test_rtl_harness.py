@@ -321,3 +321,24 @@ def test_abc_status_with_engine_minus_one_still_names_output_and_frame():
 
     assert formal.parse_status("snl_SAT -1 unknown 0 0\n") == ("counterexample", 0, 0)
     assert formal.parse_status("snl_SAT 3 unknown 1 4\n") == ("counterexample", 1, 4)
+
+
+def test_parameter_settings_are_read_from_the_header_and_drawn_per_seed():
+    """Only plain integer defaults are swept (a sized literal like RESET_VALUE is a value,
+    not a size); the draw depends on the seed (task and verifier version) alone."""
+    from verifiers.rtl import errors, formal
+
+    ref = (
+        "module m #(parameter WIDTH = 4, DEPTH = 3, parameter [WIDTH-1:0] INIT = 4'hA)\n"
+        "  (input [WIDTH-1:0] d, output [WIDTH-1:0] q);\nendmodule\n"
+    )
+    defaults = errors.header_parameters(ref, "m")
+    assert defaults == {"WIDTH": "4", "DEPTH": "3", "INIT": "4'hA"}
+    settings = formal.sweep(defaults, "task:2")
+    assert settings == formal.sweep(defaults, "task:2")
+    assert [list(s) for s in settings] == [["WIDTH"], ["WIDTH"], ["DEPTH"], ["DEPTH"]]
+    assert settings[0] == {"WIDTH": 1} and 4 < settings[1]["WIDTH"] <= 8
+    assert settings[2] == {"DEPTH": 1} and 3 < settings[3]["DEPTH"] <= 6
+    body = "module m(input d, output q);\n  parameter WIDTH = 8;\nendmodule\n"
+    assert errors.declares_parameter(body, "m", "WIDTH")
+    assert not errors.declares_parameter(body.replace("parameter", "localparam"), "m", "WIDTH")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,12 +84,15 @@ def reference_has_x(reference: str) -> bool:
 # --- combinational ------------------------------------------------------------------------
 
 
-def comb_script(top: str, ignore_gold_x: bool, timeout_s: float) -> str:
+def comb_script(
+    top: str, ignore_gold_x: bool, timeout_s: float, params: Mapping[str, int] | None = None
+) -> str:
     gx = " -ignore_gold_x" if ignore_gold_x else ""
     return "; ".join(
         (
             f"read_verilog -sv {YOSYS_REF}",
             f"read_verilog -sv {YOSYS_CAND}",
+            *_chparam(params, REF_TOP, top),
             "proc",
             # proc turns case tables into ROMs, which sat cannot import: map them to logic
             "memory",
@@ -161,6 +165,69 @@ def _bits_hex(bits: str) -> str:
     return bits.lower() or "?"
 
 
+def _chparam(params: Mapping[str, int] | None, *modules: str) -> list[str]:
+    mods = " ".join(modules)
+    return [f"chparam -set {k} {v} {mods}" for k, v in (params or {}).items()]
+
+
+# --- parameters the testbench leaves at their defaults -----------------------------------
+
+SWEEP_MAX = 64  # a parameter's largest swept value (widths and depths beyond cost proofs)
+
+
+def sweep(defaults: Mapping[str, str], seed: str) -> list[dict[str, int]]:
+    """Parameter settings to check besides the defaults the testbench instantiates: for
+    each parameter with a plain integer default N (a width, a depth), one at a time, 1 and
+    a value drawn from N+1..2N seeded by `seed` (the task and the verifier version: a
+    candidate meets the same values on every run). Each setting is a whole equivalence
+    check, exhaustive over the inputs: two per parameter, one small and one large."""
+    rng = random.Random(seed)
+    out = []
+    for name, text in defaults.items():
+        if not re.fullmatch(r"\d+", text) or not 0 < int(text) <= SWEEP_MAX // 2:
+            continue
+        n = int(text)
+        for value in dict.fromkeys((1, rng.randint(n + 1, 2 * n))):
+            if value != n:
+                out.append({name: value})
+    return out
+
+
+def params_text(params: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def ports_script(settings: Sequence[Mapping[str, int]]) -> str:
+    """The reference alone at each setting: its ports (ports_<i>.json, the widths there).
+    One setting the task's own design does not take stops the run (a non-zero exit):
+    then one run per setting says which."""
+    steps = [f"read_verilog -sv {YOSYS_REF}", "design -save crucible_ref"]
+    for i, params in enumerate(settings):
+        steps += [
+            "design -load crucible_ref",
+            *_chparam(params, REF_TOP),
+            f"hierarchy -check -top {REF_TOP}",
+            "proc",  # write_json refuses processes
+            f"write_json {ports_json(i)}",
+        ]
+    return "; ".join(steps)
+
+
+def ports_json(i: int) -> str:
+    return f"ports_{i}.json"
+
+
+def with_widths(interface: Mapping[str, Any], ports_json: str) -> dict[str, Any] | None:
+    """`interface` with each port's width as the reference has it in `ports_json`."""
+    try:
+        ports = json.loads(ports_json)["modules"][REF_TOP]["ports"]
+        width = {n: len(p["bits"]) for n, p in ports.items()}
+    except (ValueError, KeyError, TypeError):
+        return None
+    out = [dict(p, width=width.get(p["name"], p.get("width", 1))) for p in interface["ports"]]
+    return {**interface, "ports": out}
+
+
 # --- sequential ---------------------------------------------------------------------------
 
 
@@ -168,9 +235,9 @@ def _rng(width: int) -> str:
     return f"[{width - 1}:0] " if width > 1 else ""
 
 
-def seq_miter(interface: Mapping[str, Any]) -> str:
+def seq_miter(interface: Mapping[str, Any], params: Mapping[str, int] | None = None) -> str:
     """The miter module: shared inputs, reset forced in the first cycle, one trigger output
-    per interface output (so ABC says which output differs)."""
+    per interface output (so ABC says which output differs); both designs at `params`."""
     top = interface["top"]
     ports = list(interface.get("ports") or ())
     clock, reset = interface.get("clock"), interface.get("reset")
@@ -191,10 +258,12 @@ def seq_miter(interface: Mapping[str, Any]) -> str:
         w = _rng(p.get("width", 1))
         body.append(f"  wire {w}{P_GOLD}{p['name']};")
         body.append(f"  wire {w}{P_GATE}{p['name']};")
+    over = ", ".join(f".{k}({v})" for k, v in (params or {}).items())
+    over = f" #({over})" if over else ""
     for inst, mod, pre in (("gold", REF_TOP, P_GOLD), ("gate", top, P_GATE)):
         conns = [f".{p['name']}({rst_net.get(p['name'], p['name'])})" for p in ins]
         conns += [f".{p['name']}({pre}{p['name']})" for p in outs]
-        body.append(f"  {mod} {inst}(" + ", ".join(conns) + ");")
+        body.append(f"  {mod}{over} {inst}(" + ", ".join(conns) + ");")
     # compared only once reset has been applied; without a reset, from the first cycle.
     # (g ^ c ^ g) !== g: the testbench's rule, an X of the reference is a don't-care in
     # the replay; in synthesis there is no X and it is plain inequality.

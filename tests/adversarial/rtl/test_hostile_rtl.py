@@ -6,7 +6,7 @@ on the same verifier afterwards.
 Every case is a real Verilog module against a real catalog task. Its id is
 `<mechanism>-<what it does>`, so the suite can be counted per mechanism (planted_code,
 host_paths, judge_reads_candidate_text, denylist_gap, reference_reachable, limits,
-left_behind, classics, power_up).
+left_behind, classics, power_up, unchecked_requirement).
 """
 
 from __future__ import annotations
@@ -525,6 +525,71 @@ def test_outputs_that_depend_on_the_power_up_state_fail(rtl, outside, task_name,
     assert v.metrics["equivalence"] == "counterexample"
     assert register in v.feedback and "power-up" in v.feedback
     outside.check(v, FAULT)
+
+
+# --- a requirement no check saw (#29) ----------------------------------------------------
+# "The testbench instantiates the module with its default parameter values, but the design
+# must be written for any legal parameter value": each candidate below is right at the
+# defaults only (or has no parameter at all), so the testbench passes it; the equivalence
+# gate now also runs at parameter settings drawn per task.
+PARAM_ADDER_HEAD = (
+    "module param_adder #(parameter WIDTH = 16) (\n"
+    "    input wire [WIDTH-1:0] a, input wire [WIDTH-1:0] b, input wire cin,\n"
+    "    output wire [WIDTH-1:0] sum, output wire cout);\n"
+)
+PARAM_CASES = [
+    pytest.param(
+        "param_adder",
+        PARAM_ADDER_HEAD + "  wire [16:0] full = a + b + cin;  // 17 bits: the default only\n"
+        "  assign sum = full[WIDTH-1:0];\n  assign cout = full[16];\nendmodule\n",
+        Status.WRONG_ANSWER,
+        "equivalence_counterexample",
+        id="unchecked_requirement-carry_at_the_default_width_only",
+    ),
+    pytest.param(
+        "param_adder",
+        "module param_adder(input wire [15:0] a, input wire [15:0] b, input wire cin,\n"
+        "                   output wire [15:0] sum, output wire cout);\n"
+        "  assign {cout, sum} = {1'b0, a} + {1'b0, b} + {16'd0, cin};\nendmodule\n",
+        Status.COMPILE_ERROR,
+        "port_mismatch",
+        id="unchecked_requirement-no_parameter_at_all",
+    ),
+    pytest.param(
+        "param_counter",
+        (TASKS / "param_counter" / "ref.sv")
+        .read_text()
+        .replace("assign at_max = &count;", "assign at_max = (count[4:0] == 5'd31);"),
+        Status.WRONG_ANSWER,
+        "equivalence_counterexample",
+        id="unchecked_requirement-terminal_count_at_the_default_width_only",
+    ),
+]
+
+
+@pytest.mark.parametrize(("task_name", "code", "status", "code_"), PARAM_CASES)
+def test_a_design_right_at_the_default_parameters_only_fails(
+    rtl, outside, task_name, code, status, code_
+):
+    task = _task(task_name)
+    v = harness.verify_settled(rtl.verify, task, code, _limits(None))
+    assert (v.status, v.code) == (status, code_), v.feedback[:600]
+    assert v.metrics["sim_mismatches"] == 0  # the testbench saw nothing
+    assert "WIDTH" in v.feedback
+    outside.check(v, FAULT)
+
+
+def test_the_parameterised_references_are_checked_at_other_settings(rtl):
+    """Drawn per task and verifier version: the same settings on every run."""
+    task = _task("param_adder")
+    first = rtl.verify(task, task.reference, _limits(None))
+    assert first.status is Status.PASS and first.metrics["equivalence"] == "proven"
+    settings = first.metrics["equivalence_settings"]
+    assert settings[0] == "WIDTH=1" and len(settings) == 2
+    assert 16 < int(settings[1].split("=")[1]) <= 32
+    assert rtl.verify(task, task.reference, _limits(None)).metrics["equivalence_settings"] == (
+        settings
+    )
 
 
 @pytest.fixture(scope="module")
