@@ -7,11 +7,26 @@ elsewhere it changes nothing and can cost seconds instead of milliseconds.
 Sequential: a Verilog miter (`crucible_miter`) drives the reference and the candidate with
 the same inputs, holds reset active in the first cycle (`crucible_init` starts at 0) and
 compares outputs from then on, so two designs with different state encodings that behave
-the same from reset are equivalent. Yosys turns it into an AIGER model (every flop
-zero-initialised; one frame per clock cycle when every flop is a posedge flop on the
-task's clock, otherwise `clk2fflogic` makes the clock an input), `yosys-abc` runs a short
-`bmc3` (short counterexamples for shallow bugs) and then `scorr; pdr` (deep bugs and
-proofs: a bug 200 cycles deep takes ~0.2 s where `sat -tempinduct` took minutes).
+the same from reset are equivalent. Yosys turns it into two AIGER models (one frame per
+clock cycle when every flop is a posedge flop on the task's clock, otherwise `clk2fflogic`
+makes the clock an input): ZERO, every flop powering up 0, and POWERUP, where each flop
+of the candidate without an initial value powers up free (`aiger_script`). `yosys-abc`
+runs a short `bmc3` on ZERO (short counterexamples for shallow bugs), then `scorr; pdr`
+on ZERO (deep bugs and proofs: a bug 200 cycles deep takes ~0.2 s where `sat
+-tempinduct` took minutes), and once ZERO is proven (or its difference undecided), `pdr`
+on POWERUP: a register that hardware powers up to 0 or 1 and simulation shows as X (where
+`===`, `case` or `if` on X can hide it from the testbench) is judged at every value it
+can take.
+
+Power-up and the reference. The reference powers up 0 in both models and stays X in the
+replay: what depends on its own unset state is a don't-care, as in the testbench. So a
+difference counts only where the reference's outputs are defined whatever it powers up
+to; one that needs the reference's power-up value is undecided (the gate's verdict stays
+the all-zero model's, "unknown" in the metrics).
+
+Parameters. A task whose reference has integer parameters (widths, depths) is checked
+again at settings the testbench never instantiates (`sweep`): each setting a whole
+equivalence check at the reference's port widths there.
 
 Who decides (the trust boundary). A candidate can print into every log of a tool that
 reads its text: Yosys prints an `initial $display(...)` while it reads the design, so a
@@ -29,12 +44,15 @@ by one line of the candidate. No verdict here comes from a log:
   (removed before each run), not from its stdout ("Property proved").
 
 A sequential counterexample is replayed in simulation (X semantics, as the testbench sees
-it). The replay runs the candidate's code, so it may only add information: a reproduced
-difference gives the feedback its expected/got table; the counterexample is set aside as
-undecided (e.g. it needs a flop the reference never resets to start at a particular value)
-only when the replay ran to its own end (its nonce-prefixed END line, exit 0, no limit) and
-no difference showed. A replay that does not compile, ends early, crashes or hangs leaves
-the formal counterexample standing.
+it) by two miters on the same inputs: one powering up all X, one with the candidate's
+registers at the counterexample's power-up state (`replay_testbench`). The replay runs the
+candidate's code, so it may only add information: a reproduced difference gives the
+feedback its expected/got table (shown by the power-up miter alone: `uninitialized_state`,
+naming the registers and their values); the counterexample is set aside as undecided
+(e.g. it needs a flop the reference never resets to start at a particular value) only when
+the replay ran to its own end (its nonce-prefixed END line, exit 0, no limit) and no
+difference showed. A replay that does not compile, ends early, crashes or hangs leaves the
+formal counterexample standing.
 """
 
 from __future__ import annotations
