@@ -201,6 +201,10 @@ CODES: dict[str, tuple[str, str]] = {
         INFRA,
         "the Ray node verifying it was lost and no node offering its resource came back",
     ),
+    "uninitialized_state": (
+        FUNCTIONAL,
+        "outputs depend on what registers without reset or initial value hold at power-up",
+    ),
 }
 
 

@@ -267,3 +267,78 @@ endmodule
     assert v.metrics["equivalence"] == "unknown"
     assert "latches" in v.checks[-1].detail
     assert v.metrics["latches"] > 0
+
+
+def test_the_power_up_state_of_a_counterexample_reaches_the_replay():
+    """ABC's `init` inputs (write_aiger -zinit) name the candidate's registers, plainly or
+    through clk2fflogic's sampled flop; names no hierarchical reference reaches are left
+    out; the replay sets only the bits the counterexample gives, in a second miter."""
+    from verifiers.rtl import formal
+
+    vmap = "\n".join(
+        [
+            "input 0 0 clk",
+            "init 3 0 gate.age",
+            "init 4 1 gate.age",
+            "init 5 0 gate.u_f.mem[2]",
+            "init 6 0 $auto$clk2fflogic.cc:86:sample_data$\\gate.ph#sampled$64",
+            "init 7 0 gate.$auto$opt_dff.cc:1:x$9",
+            "init 8 0 gold.q",
+        ]
+    )
+    inits = formal.read_inits(vmap)
+    assert inits == {
+        3: [("gate.age", 0)],
+        4: [("gate.age", 1)],
+        5: [("gate.u_f.mem[2]", 0)],
+        6: [("gate.ph", 0)],
+    }
+    cex = "lo0@0=0\npi3@0=0\npi04@0=1\npi6@0=1\npi4@1=0\n"
+    state = formal.read_powerup(cex, inits)
+    assert state == {"gate.age": {0: 0, 1: 1}, "gate.u_f.mem[2]": {0: 0}, "gate.ph": {0: 1}}
+    assert formal.read_powerup(None, inits)["gate.age"] == {0: 0, 1: 0}
+    assert formal.powerup_summary(state) == "age=0x2 ph=0x1 u_f.mem[2]=0x0"
+    iface = {
+        "top": "t",
+        "clock": "clk",
+        "ports": [
+            {"name": "clk", "direction": "input", "width": 1},
+            {"name": "y", "direction": "output", "width": 1},
+        ],
+    }
+    text, setters = formal.replay_testbench(iface, [{"clk": 1}, {"clk": 0}], False, "TOK", state)
+    lines = text.splitlines()
+    assert lines[min(setters) - 1].strip() == ("p.gate.age = (p.gate.age & ~2'h3) | 2'h2;")
+    assert "  reg clk = 1'b1;" in lines  # no edge at time 0, as in clk2fflogic's frame 0
+    assert sorted(setters.values()) == sorted(state)
+    plain, none = formal.replay_testbench(iface, [{"clk": 1}], True, "TOK")
+    assert not none and " p(" not in plain and "  reg clk;" in plain.splitlines()
+
+
+def test_abc_status_with_engine_minus_one_still_names_output_and_frame():
+    """bmc3 writes engine -1 for a difference in frame 0."""
+    from verifiers.rtl import formal
+
+    assert formal.parse_status("snl_SAT -1 unknown 0 0\n") == ("counterexample", 0, 0)
+    assert formal.parse_status("snl_SAT 3 unknown 1 4\n") == ("counterexample", 1, 4)
+
+
+def test_parameter_settings_are_read_from_the_header_and_drawn_per_seed():
+    """Only plain integer defaults are swept (a sized literal like RESET_VALUE is a value,
+    not a size); the draw depends on the seed (task and verifier version) alone."""
+    from verifiers.rtl import errors, formal
+
+    ref = (
+        "module m #(parameter WIDTH = 4, DEPTH = 3, parameter [WIDTH-1:0] INIT = 4'hA)\n"
+        "  (input [WIDTH-1:0] d, output [WIDTH-1:0] q);\nendmodule\n"
+    )
+    defaults = errors.header_parameters(ref, "m")
+    assert defaults == {"WIDTH": "4", "DEPTH": "3", "INIT": "4'hA"}
+    settings = formal.sweep(defaults, "task:2")
+    assert settings == formal.sweep(defaults, "task:2")
+    assert [list(s) for s in settings] == [["WIDTH"], ["WIDTH"], ["DEPTH"], ["DEPTH"]]
+    assert settings[0] == {"WIDTH": 1} and 4 < settings[1]["WIDTH"] <= 8
+    assert settings[2] == {"DEPTH": 1} and 3 < settings[3]["DEPTH"] <= 6
+    body = "module m(input d, output q);\n  parameter WIDTH = 8;\nendmodule\n"
+    assert errors.declares_parameter(body, "m", "WIDTH")
+    assert not errors.declares_parameter(body.replace("parameter", "localparam"), "m", "WIDTH")

@@ -633,6 +633,48 @@ def test_seq_equivalence_finds_a_deep_bug_with_pdr(rtl):
     assert eq.seconds < 10
 
 
+def _catalog(name: str) -> Task:
+    from verifiers.catalog import load_task
+
+    return load_task(ROOT / "tasks" / "rtl" / name, "rtl")
+
+
+def test_a_register_without_reset_that_no_output_shows_before_it_is_loaded_passes(rtl):
+    """uart_tx8 with its shift register left unreset: tx shows it only while busy, and
+    busy starts only by loading it. Free power-up values of the candidate change nothing:
+    proven, as before #29."""
+    task = _catalog("uart_tx8")
+    cand = task.reference.replace("            sr   <= 10'h3FF;\n", "")
+    assert cand != task.reference
+    v = check(rtl.verify(task, cand), Status.PASS)
+    assert v.metrics["equivalence"] == "proven"
+
+
+def test_power_up_freedom_where_the_reference_is_x_too_is_no_finding(rtl):
+    """sp_ram16x8's reference has no reset: a word read before it is written is X, a
+    don't-care. A candidate storing its words inverted powers up to other values there;
+    ABC finds that difference with a free power-up and with an all-zero one, the replay
+    shows the reference X, so it is undecided, never wrong. The reference itself is
+    proven against itself (yosys merges the identical flops, one power-up for both)."""
+    task = _catalog("sp_ram16x8")
+    inverted = """module sp_ram16x8(input wire clk, input wire we, input wire [3:0] addr,
+                  input wire [7:0] din, output wire [7:0] dout);
+  reg [7:0] mem_n [0:15];
+  reg [7:0] q_n;
+  always @(posedge clk) begin
+    q_n <= mem_n[addr];
+    if (we) mem_n[addr] <= ~din;
+  end
+  assign dout = ~q_n;
+endmodule
+"""
+    v = check(rtl.verify(task, inverted), Status.PASS)
+    assert v.metrics["equivalence"] == "unknown"
+    assert "all-zero power-up" in v.checks[-1].detail
+    v = check(rtl.verify(task, task.reference), Status.PASS)
+    assert v.metrics["equivalence"] == "proven"
+
+
 def test_equivalence_none_is_skipped(rtl):
     task = make_task("add4", "combinational", ADD_PORTS, ADD_REF, ADD.harness["testbench"], "none")
     v = check(rtl.verify(task, ADD_REF), Status.PASS)

@@ -192,6 +192,50 @@ def _balanced(text: str, start: int) -> int:
     return i
 
 
+_PARAM_ITEM = re.compile(
+    r"(?:parameter\s+)?(?:(?:integer|int|unsigned|signed|logic|bit|reg)\s+)*"
+    r"(?:\[[^\]]*\]\s*)?([A-Za-z_]\w*)\s*=\s*(\S.*)",
+    re.S,
+)
+
+
+def _module_at(code: str, top: str) -> re.Match[str] | None:
+    return re.search(
+        rf"\b(?:module|macromodule)\s+(?:automatic\s+|static\s+)?{re.escape(top)}\b\s*", code
+    )
+
+
+def header_parameters(source: str, top: str) -> dict[str, str]:
+    """Name -> default text of the parameters in module `top`'s `#( ... )` list: the ones
+    an instance can override."""
+    code = code_only(source)
+    m = _module_at(code, top)
+    if not m or not code.startswith("#", m.end()):
+        return {}
+    j = code.find("(", m.end())
+    if j < 0:
+        return {}
+    out = {}
+    for item in _split_top(code[j + 1 : _balanced(code, j) - 1]):
+        if pm := _PARAM_ITEM.fullmatch(item.strip()):
+            out[pm[1]] = pm[2].strip()
+    return out
+
+
+def declares_parameter(source: str, top: str, name: str) -> bool:
+    """Module `top` declares `parameter ... name` (in its header or its body): an
+    instance can set it."""
+    if name in header_parameters(source, top):
+        return True
+    code = code_only(source)
+    m = _module_at(code, top)
+    if not m:
+        return False
+    end = code.find("endmodule", m.end())
+    body = code[m.end() : end if end >= 0 else len(code)]
+    return bool(re.search(rf"\bparameter\b[^;]*?\b{re.escape(name)}\s*=", body))
+
+
 def _split_top(text: str, sep: str = ",") -> list[str]:
     items, depth, cur = [], 0, []
     for ch in text:

@@ -135,7 +135,7 @@ _DELAY_ONLY_ALWAYS = re.compile(r"\balways\s*(?:begin\s*(?::\s*\w+\s*)?)?#")
 class RtlVerifier(Verifier):
     domain = "rtl"
     name = "rtl"
-    version = "1"
+    version = "2"
     resource = "eda"
     tools = (
         Tool("iverilog", "iverilog", ("iverilog", "-V"), INSTALL),
@@ -613,31 +613,121 @@ class RtlVerifier(Verifier):
             ctx.metrics["equivalence"] = "not_checked"
             why = "harness equivalence = none" if mode == "none" else "no reference"
             return f"skipped ({why})"
-        if mode == "seq" and ctx.task.interface.get("clock"):
-            out = self._sequential(ctx)
-        else:
-            out = self._combinational(ctx)
+        seq = mode == "seq" and bool(ctx.task.interface.get("clock"))
+        out = self._sequential(ctx) if seq else self._combinational(ctx)
         ctx.metrics["equivalence"] = out.verdict
         if out.depth is not None:
             ctx.metrics["equivalence_depth"] = out.depth
         if out.verdict == "counterexample":
-            raise GateFail(
-                Status.WRONG_ANSWER, "equivalence_counterexample", out.detail, feedback=out.feedback
-            )
+            raise GateFail(Status.WRONG_ANSWER, out.code, out.detail, feedback=out.feedback)
+        out = self._parameters(ctx, seq, out)
         if out.verdict == "unknown":
             t = formal_budget(ctx)
             ctx.notes.append(f"Formal equivalence undecided within {t:g}s: {out.detail}")
             return f"equivalence unknown within {t:g}s ({out.detail})"
         return out.detail
 
-    def _combinational(self, ctx: Context) -> formal.Outcome:
+    def _parameters(self, ctx: Context, seq: bool, out: formal.Outcome) -> formal.Outcome:
+        """The requirement says "written for any legal parameter value" and the testbench
+        instantiates the defaults only: the same equivalence runs at the settings
+        `formal.sweep` draws (each one the reference itself elaborates at). A missing
+        parameter is a port mismatch; a design that does not elaborate, or differs, at a
+        setting fails there."""
+        top = ctx.task.interface["top"]
+        ref_top = ctx.task.harness.get("ref_top") or top
+        defaults = errors.header_parameters(ctx.state["reference"], ref_top)
+        seed = f"{ctx.task.task_id}:{self.version}"
+        settings = formal.sweep(defaults, seed)
+        if not settings:
+            return out
+        missing = [
+            n
+            for n in {k for st in settings for k in st}
+            if not errors.declares_parameter(ctx.code, top, n)
+        ]
+        if missing:
+            names = ", ".join(sorted(missing))
+            raise GateFail(
+                Status.COMPILE_ERROR,
+                "port_mismatch",
+                f"no parameter {names}",
+                feedback=f"The interface of `{top}` has the parameter(s) {names} (the "
+                "testbench uses their defaults; the design must work for any legal value); "
+                f"the candidate's `{top}` does not declare them.",
+            )
+        checked, undecided = [], []
+        for params, iface in zip(settings, self._ifaces_at(ctx, settings), strict=True):
+            if iface is None:
+                continue  # the reference itself does not take these values
+            at = formal.params_text(params)
+            got = self._sequential(ctx, iface, params) if seq else self._combinational(ctx, params)
+            checked.append(at)
+            if got.verdict == "unbuilt":
+                raise GateFail(
+                    Status.COMPILE_ERROR,
+                    "unsynthesizable",
+                    f"with {at} the design does not elaborate ({got.detail})"[:300],
+                    feedback=f"With {at} (the testbench uses the defaults; the design must "
+                    f"work for any legal value, and the reference does at {at}), the design "
+                    f"does not elaborate: {got.detail}",
+                )
+            if got.verdict == "counterexample":
+                ctx.metrics["equivalence"] = "counterexample"
+                ctx.metrics["equivalence_params"] = dict(params)
+                raise GateFail(
+                    Status.WRONG_ANSWER,
+                    got.code,
+                    f"with {at}: {got.detail}"[:300],
+                    feedback=f"With {at} (the testbench instantiates the defaults; the "
+                    "design must work for any legal value):\n" + got.feedback,
+                )
+            if got.verdict != "proven":
+                undecided.append(f"{at}: {got.detail}")
+        ctx.metrics["equivalence_settings"] = checked
+        if undecided and out.verdict == "proven":
+            ctx.metrics["equivalence"] = "unknown"
+            return formal.Outcome("unknown", "at the defaults proven; " + "; ".join(undecided))
+        if checked:
+            out.detail += f"; also at {'; '.join(checked)}"
+        return out
+
+    def _ifaces_at(
+        self, ctx: Context, settings: list[dict[str, int]]
+    ) -> list[dict[str, Any] | None]:
+        """The interface with the reference's port widths at each setting; None where the
+        reference does not elaborate with it. One yosys run for all, one per setting only
+        when that fails."""
+        got = self._ports_run(ctx, settings)
+        if got is not None:
+            return got
+        return [(self._ports_run(ctx, [params]) or [None])[0] for params in settings]
+
+    def _ports_run(
+        self, ctx: Context, settings: list[dict[str, int]]
+    ) -> list[dict[str, Any] | None] | None:
+        names = [formal.ports_json(i) for i in range(len(settings))]
+        for name in names:
+            _remove(ctx, name)
+        with _harness_files(ctx, formal.YOSYS_REF):
+            res = ctx.run(["yosys", "-q", "-p", formal.ports_script(settings)])
+        texts = [_read(ctx, name) for name in names]
+        for name in names:
+            _remove(ctx, name)
+        if res.returncode != 0 or res.limit_hit:
+            return None
+        return [formal.with_widths(ctx.task.interface, t) if t else None for t in texts]
+
+    def _combinational(self, ctx: Context, params: dict[str, int] | None = None) -> formal.Outcome:
+        """At `params` (a swept setting), a miter yosys cannot build is "unbuilt": the
+        reference elaborates there, so the candidate does not."""
         top = ctx.task.interface["top"]
         t = formal_budget(ctx)
         gold_x = formal.reference_has_x(ctx.state["reference"])
         _remove(ctx, formal.SAT_CEX)
+        script = formal.comb_script(top, gold_x, t, params)
         with _harness_files(ctx, formal.YOSYS_REF):
             res = ctx.run(
-                ["yosys", "-q", "-l", "equiv.log", "-p", formal.comb_script(top, gold_x, t)],
+                ["yosys", "-q", "-l", "equiv.log", "-p", script],
                 **formal.run_limits(t),
             )
         if res.limit_hit:
@@ -656,12 +746,21 @@ class RtlVerifier(Verifier):
                 )
             elif not timed_out:
                 out.detail = f"yosys could not build the miter: {err[0] if err else res.returncode}"
+                if params:
+                    out.verdict = "unbuilt"
         return out
 
-    def _sequential(self, ctx: Context) -> formal.Outcome:
-        iface = ctx.task.interface
+    def _sequential(
+        self,
+        ctx: Context,
+        iface: dict[str, Any] | None = None,
+        params: dict[str, int] | None = None,
+    ) -> formal.Outcome:
+        """The task's interface at its defaults, or `iface` at `params` (a swept setting:
+        a miter yosys cannot elaborate there is "unbuilt")."""
+        iface = iface or ctx.task.interface
         t = formal_budget(ctx)
-        _write(ctx, "miter.sv", formal.seq_miter(iface))
+        _write(ctx, "miter.sv", formal.seq_miter(iface, params))
         with _harness_files(ctx, formal.YOSYS_REF):
             res = ctx.run(
                 ["yosys", "-q", "-l", "prep.log", "-p", formal.prep_script()],
@@ -671,7 +770,8 @@ class RtlVerifier(Verifier):
             err = [
                 ln for ln in (_read(ctx, "prep.log") or res.stderr).splitlines() if "ERROR" in ln
             ]
-            return formal.Outcome("unknown", f"miter not built: {err[0] if err else res.limit_hit}")
+            verdict = "unbuilt" if params and not res.limit_hit else "unknown"
+            return formal.Outcome(verdict, f"miter not built: {err[0] if err else res.limit_hit}")
         cycles = formal.single_posedge_clock(_read(ctx, "miter_pre.json"), iface.get("clock"))
         res = ctx.run(
             ["yosys", "-q", "-l", "aig.log", "-p", formal.aiger_script(cycles)],
@@ -682,17 +782,59 @@ class RtlVerifier(Verifier):
             return formal.Outcome(
                 "unknown", f"AIGER not written: {err[0] if err else res.limit_hit}"
             )
-        engine = "bmc3"
-        verdict, out_idx, frame, why = self._abc(ctx, formal.abc_bmc(min(2.0, t / 4)), t)
-        if verdict != "counterexample":
-            engine = "pdr"
-            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t), t, own_limit=True)
+        # zeros for the candidate's registers the power-up model leaves free: a ZERO
+        # counterexample's power-up state
+        zeros = formal.read_inits(_read(ctx, formal.POWERUP_MAP))
+        zero_model = (formal.ZERO_AIG, formal.ZERO_MAP, zeros)
+        free_model = (formal.POWERUP_AIG, formal.POWERUP_MAP, None)
+        # ZERO first, as this gate ran before the power-up was free: bmc3 for short
+        # counterexamples of shallow bugs, then pdr. POWERUP after, for what only a
+        # power-up value shows: its pdr is the harder one (a FIFO's free memory: 3.4 CPU-s
+        # against 0.3; bmc3 spent its whole limit there), so it never stands between a
+        # candidate and the verdict ZERO gives. At a swept parameter setting POWERUP's pdr
+        # first (it sees all ZERO sees), ZERO only where that does not decide.
+        if params:
+            free = self._engine(ctx, iface, "pdr", free_model, cycles, t)
+            if free.verdict in ("counterexample", "proven"):
+                return free
+            zero = self._engine(ctx, iface, "pdr", zero_model, cycles, t)
+            return zero if zero.verdict == "counterexample" else _undecided(zero, free)
+        first = self._engine(ctx, iface, "bmc3", zero_model, cycles, t)
+        if first.verdict == "counterexample":
+            return first
+        # bmc3's counterexample the replay did not show: pdr on ZERO would find it again
+        zero = first if first.verdict == "undecided" else None
+        zero = zero or self._engine(ctx, iface, "pdr", zero_model, cycles, t)
+        if zero.verdict in ("counterexample", "unknown"):
+            return zero
+        free = self._engine(ctx, iface, "pdr", free_model, cycles, t)
+        if free.verdict in ("counterexample", "proven"):
+            return free
+        return _undecided(zero, free)
+
+    def _engine(
+        self,
+        ctx: Context,
+        iface: dict[str, Any],
+        engine: str,
+        model: tuple[str, str, dict[int, list[tuple[str, int]]] | None],
+        cycles: bool,
+        t: float,
+    ) -> formal.Outcome:
+        """ABC's `engine` on one model of the miter (aig, map, the zeros of its power-up
+        or None: the counterexample's own), a counterexample replayed; "undecided": a
+        counterexample the replay ran through without seeing it."""
+        aig, map_name, zeros = model
+        if engine == "bmc3":
+            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_bmc(min(2.0, t / 4), aig), t)
+        else:
+            verdict, out_idx, frame, why = self._abc(ctx, formal.abc_pdr(t, aig), t, own_limit=True)
         if verdict == "proven":
             kind = "one frame per clock cycle" if cycles else "clk2fflogic"
             return formal.Outcome("proven", f"sequential equivalence proven (ABC pdr, {kind})")
         if verdict == "unknown":
-            return formal.Outcome("unknown", f"ABC {engine}: {why or 'pdr undecided'}")
-        return self._replay(ctx, out_idx, frame, cycles, engine)
+            return formal.Outcome("unknown", f"ABC {engine}: {why or 'undecided'}")
+        return self._replay(ctx, iface, out_idx, frame, cycles, engine, map_name, zeros)
 
     def _abc(
         self, ctx: Context, script: str, t: float, own_limit: bool = False
@@ -712,13 +854,29 @@ class RtlVerifier(Verifier):
         return verdict, out_idx, frame, None
 
     def _replay(
-        self, ctx: Context, out_idx: int | None, frame: int | None, cycles: bool, engine: str
+        self,
+        ctx: Context,
+        iface: dict[str, Any],
+        out_idx: int | None,
+        frame: int | None,
+        cycles: bool,
+        engine: str,
+        map_name: str,
+        zero_inits: dict[int, list[tuple[str, int]]] | None,
     ) -> formal.Outcome:
         """Check ABC's counterexample in simulation, where X bits of the reference are
-        don't-cares as in the testbench; only a reproduced one fails the candidate."""
-        iface = ctx.task.interface
-        in_map, out_names = formal.read_map(_read(ctx, "miter.map"))
-        trace = formal.read_cex(_read(ctx, "cex.txt"), in_map)
+        don't-cares as in the testbench; only a reproduced one fails the candidate. The
+        candidate's registers power up as in the counterexample (the POWERUP model's
+        free values, or ZERO's zeros: `zero_inits`) in a second miter of the replay; a
+        difference only that one shows is `uninitialized_state`."""
+        map_text = _read(ctx, map_name)
+        in_map, out_names = formal.read_map(map_text)
+        cex_text = _read(ctx, formal.ABC_CEX)
+        trace = formal.read_cex(cex_text, in_map)
+        if zero_inits is None:
+            powerup = formal.read_powerup(cex_text, formal.read_inits(map_text))
+        else:
+            powerup = formal.read_powerup(None, zero_inits)
         which = (
             out_names[out_idx].removeprefix(formal.P_TRIG)
             if out_idx is not None and out_idx < len(out_names)
@@ -732,11 +890,7 @@ class RtlVerifier(Verifier):
                 depth=frame,
             )
         token = "CRUCIBLE_" + secrets.token_hex(8)
-        _write(ctx, "replay.sv", formal.replay_testbench(iface, trace, cycles, token))
-        with _harness_files(ctx, "ref.sv", UNIT_SHIM):
-            files = ["ref.sv", "miter.sv", "replay.sv", UNIT_SHIM, "cand.sv"]
-            res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
-        _remove(ctx, "replay.sv")  # the token: gone before the candidate's code runs
+        res, powerup = self._compile_replay(ctx, iface, trace, cycles, token, powerup)
         rows: list[dict[str, str]] = []
         ended = False
         if res.returncode == 0 and not res.limit_hit:
@@ -747,7 +901,7 @@ class RtlVerifier(Verifier):
         trace_text = formal.trace_summary(trace, iface.get("clock"), forced)
         if not rows and ended:
             return formal.Outcome(
-                "unknown",
+                "undecided",
                 f"ABC {engine} found a difference ({where}) that "
                 "simulation does not reproduce (X / initial-state semantics)",
                 depth=frame,
@@ -768,12 +922,21 @@ class RtlVerifier(Verifier):
             return formal.Outcome(
                 "counterexample", f"counterexample: {where} (ABC {engine})", fb, depth=frame
             )
+        plain = [r for r in rows if r["kind"] == "CEX"]
+        if plain:
+            return _cex_outcome(plain, engine, forced, trace_text)
+        # only the miter powered up as the counterexample says differs: the candidate's
+        # outputs depend on what its unset registers hold at power-up
         first = rows[0]
+        state = formal.powerup_summary(powerup)
         head = (
-            f"Formal equivalence check (sequential, ABC {engine}): "
-            + ("after reset, " if forced else "")
-            + f"the candidate differs from the reference at cycle {first['frame']} on output "
-            f"{first['output']}: expected {first['expected']}, got {first['got']}."
+            f"Formal equivalence check (sequential, ABC {engine}): the candidate's outputs "
+            "depend on what its registers without an initial value hold at power-up"
+            + (" (a reset sets only those it resets)" if forced else "")
+            + f". Powering up with {state}, it differs from the reference at cycle "
+            f"{first['frame']} on output {first['output']}: expected {first['expected']}, "
+            f"got {first['got']}. In simulation these registers start as X (and `===`, "
+            "`!==`, `case` or `if` on X can hide that); hardware starts them at 0 or 1."
         )
         table = waves.format_table(
             ("cycle", "output", "expected", "got", "inputs"),
@@ -782,6 +945,7 @@ class RtlVerifier(Verifier):
         fb = "\n".join(
             [
                 head,
+                "Reset them, or give them a value before anything reads them.",
                 "Input trace (cycle 0 is the reset cycle):" if forced else "Input trace:",
                 trace_text,
                 table,
@@ -789,10 +953,86 @@ class RtlVerifier(Verifier):
         )
         return formal.Outcome(
             "counterexample",
-            f"counterexample at cycle {first['frame']} (ABC {engine})",
+            f"power-up state {state}: differs at cycle {first['frame']} (ABC {engine})"[:300],
             fb,
             depth=int(first["frame"]),
+            code="uninitialized_state",
         )
+
+    def _compile_replay(
+        self,
+        ctx: Context,
+        iface: dict[str, Any],
+        trace: list[dict[str, int]],
+        cycles: bool,
+        token: str,
+        powerup: dict[str, dict[int, int]],
+    ) -> tuple[RunResult, dict[str, dict[int, int]]]:
+        """iverilog on the replay, and the power-up state it sets. A power-up line the
+        compiler refuses (a name of the flop's net that is not a variable) is dropped and
+        the replay compiled again; the plain replay (no power-up miter) is the last
+        resort."""
+        for _ in range(3):
+            text, setters = formal.replay_testbench(iface, trace, cycles, token, powerup)
+            _write(ctx, "replay.sv", text)
+            with _harness_files(ctx, "ref.sv", UNIT_SHIM):
+                files = ["ref.sv", "miter.sv", "replay.sv", UNIT_SHIM, "cand.sv"]
+                res = ctx.run([*COMPILE_ARGV, "-s", formal.REPLAY, "-o", "replay.vvp", *files])
+            _remove(ctx, "replay.sv")  # the token: gone before the candidate's code runs
+            if res.returncode == 0 or not powerup:
+                return res, powerup
+            bad = {
+                setters[int(n)]
+                for n in re.findall(r"replay\.sv:(\d+)", res.stdout + res.stderr)
+                if int(n) in setters
+            }
+            powerup = {k: v for k, v in powerup.items() if k not in bad} if bad else {}
+        return res, powerup
+
+
+def _undecided(zero: formal.Outcome, free: formal.Outcome) -> formal.Outcome:
+    """Neither model gave a verdict the replay stands behind: an "undecided" is a
+    difference the replay ran through without seeing (the reference's own outputs X
+    there)."""
+    if zero.verdict == "proven":
+        return formal.Outcome(
+            "unknown",
+            "equivalent from an all-zero power-up (ABC pdr); with free power-up values of "
+            f"the candidate's registers: {free.detail}",
+            depth=free.depth,
+        )
+    details = dict.fromkeys((f"all-zero power-up: {zero.detail}", f"free: {free.detail}"))
+    return formal.Outcome("unknown", "; ".join(details), depth=zero.depth or free.depth)
+
+
+def _cex_outcome(
+    rows: list[dict[str, str]], engine: str, forced: dict[str, int], trace_text: str
+) -> formal.Outcome:
+    first = rows[0]
+    head = (
+        f"Formal equivalence check (sequential, ABC {engine}): "
+        + ("after reset, " if forced else "")
+        + f"the candidate differs from the reference at cycle {first['frame']} on output "
+        f"{first['output']}: expected {first['expected']}, got {first['got']}."
+    )
+    table = waves.format_table(
+        ("cycle", "output", "expected", "got", "inputs"),
+        [[r["frame"], r["output"], r["expected"], r["got"], r["inputs"]] for r in rows[:5]],
+    )
+    fb = "\n".join(
+        [
+            head,
+            "Input trace (cycle 0 is the reset cycle):" if forced else "Input trace:",
+            trace_text,
+            table,
+        ]
+    )
+    return formal.Outcome(
+        "counterexample",
+        f"counterexample at cycle {first['frame']} (ABC {engine})",
+        fb,
+        depth=int(first["frame"]),
+    )
 
 
 def ref_cost(task: Task, gate: str) -> float:

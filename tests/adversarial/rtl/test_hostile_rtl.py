@@ -6,7 +6,7 @@ on the same verifier afterwards.
 Every case is a real Verilog module against a real catalog task. Its id is
 `<mechanism>-<what it does>`, so the suite can be counted per mechanism (planted_code,
 host_paths, judge_reads_candidate_text, denylist_gap, reference_reachable, limits,
-left_behind, classics).
+left_behind, classics, power_up, unchecked_requirement).
 """
 
 from __future__ import annotations
@@ -445,6 +445,151 @@ CASES = [
         id="classics-x_where_the_reference_is_defined",
     ),
 ]
+
+
+# --- power-up state (#29) ---------------------------------------------------------------
+# Registers without a reset or an initial value are X in simulation and 0 or 1 in hardware.
+# Each candidate below hides what its power-up value does from the testbench (X through
+# `===`, `case`, `if`: the X-free branch is the right one), so it passes simulation; with
+# the free power-up value ABC finds the difference and the replay, starting from the
+# counterexample's power-up state, confirms it.
+UART_REF = (TASKS / "uart_tx8" / "ref.sv").read_text()
+POWER_UP_CASES = [
+    pytest.param(
+        "mod10_counter",
+        counter(
+            "  reg armed;  // never reset: holds its power-up value for ever\n"
+            "  always @(posedge clk) armed <= armed;\n"
+            "  always @(posedge clk)\n    if (rst) count <= 4'd0;\n"
+            "    else if (en) count <= (armed === 1'b1) ? 4'd0 :\n"
+            "                          (count == 4'd9) ? 4'd0 : count + 4'd1;\n"
+            "  assign tc = en && (count == 4'd9);\n"
+        ),
+        "armed=0x1",
+        id="power_up-held_flop_compared_with_case_equality",
+    ),
+    pytest.param(
+        "mod10_counter",
+        counter(
+            "  reg [3:0] age;  // no reset: X + 1 stays X in simulation, counts in hardware\n"
+            "  always @(posedge clk) age <= (age === 4'd15) ? age : age + 4'd1;\n"
+            "  always @(posedge clk)\n    if (rst) count <= 4'd0;\n"
+            "    else if (en) count <= (age === 4'd3) ? 4'd7 :\n"
+            "                          (count == 4'd9) ? 4'd0 : count + 4'd1;\n"
+            "  assign tc = en && (count == 4'd9);\n"
+        ),
+        "age=",
+        id="power_up-unreset_counter_leaks_into_the_count",
+    ),
+    pytest.param(
+        "mod10_counter",
+        COUNTER_HEAD.replace("output wire tc", "output reg tc")
+        + "  reg ph;  // never reset: ~X is X in simulation, it toggles in hardware\n"
+        "  always @(posedge clk) ph <= ~ph;\n"
+        "  always @(posedge clk)\n    if (rst) count <= 4'd0;\n"
+        "    else if (en) count <= (count == 4'd9) ? 4'd0 : count + 4'd1;\n"
+        "  always @*\n    if (ph) tc = 1'b0;\n    else tc = en && (count == 4'd9);\n"
+        "endmodule\n",
+        "ph=",
+        id="power_up-phase_flop_if_on_x_takes_the_right_branch",
+    ),
+    pytest.param(
+        "uart_tx8",
+        UART_REF.replace(
+            "    assign tx = busy ? txd : 1'b1;\n",
+            "    reg mode;  // never reset: `case` on X falls to the default in simulation\n"
+            "    always @(posedge clk) mode <= mode;\n"
+            "    reg idle;\n"
+            "    always_comb\n"
+            "        case (mode)\n"
+            "            1'b1: idle = 1'b0;\n"
+            "            default: idle = 1'b1;\n"
+            "        endcase\n"
+            "    assign tx = busy ? txd : idle;\n",
+        ),
+        "mode=0x1",
+        id="power_up-case_on_an_unreset_mode_register",
+    ),
+]
+
+
+@pytest.mark.parametrize(("task_name", "code", "register"), POWER_UP_CASES)
+def test_outputs_that_depend_on_the_power_up_state_fail(rtl, outside, task_name, code, register):
+    """The testbench passes each (checked); before #29 each passed the verdict too: ABC's
+    counterexample needed a power-up value the replay (all X) never had."""
+    task = _task(task_name)
+    v = harness.verify_settled(rtl.verify, task, code, _limits(None))
+    assert v.status is Status.WRONG_ANSWER, (v.status, v.code, v.feedback[:600])
+    assert v.code == "uninitialized_state", (v.code, v.feedback[:600])
+    assert v.metrics["sim_mismatches"] == 0  # the testbench saw nothing
+    assert v.metrics["equivalence"] == "counterexample"
+    assert register in v.feedback and "power-up" in v.feedback
+    outside.check(v, FAULT)
+
+
+# --- a requirement no check saw (#29) ----------------------------------------------------
+# "The testbench instantiates the module with its default parameter values, but the design
+# must be written for any legal parameter value": each candidate below is right at the
+# defaults only (or has no parameter at all), so the testbench passes it; the equivalence
+# gate now also runs at parameter settings drawn per task.
+PARAM_ADDER_HEAD = (
+    "module param_adder #(parameter WIDTH = 16) (\n"
+    "    input wire [WIDTH-1:0] a, input wire [WIDTH-1:0] b, input wire cin,\n"
+    "    output wire [WIDTH-1:0] sum, output wire cout);\n"
+)
+PARAM_CASES = [
+    pytest.param(
+        "param_adder",
+        PARAM_ADDER_HEAD + "  wire [16:0] full = a + b + cin;  // 17 bits: the default only\n"
+        "  assign sum = full[WIDTH-1:0];\n  assign cout = full[16];\nendmodule\n",
+        Status.WRONG_ANSWER,
+        "equivalence_counterexample",
+        id="unchecked_requirement-carry_at_the_default_width_only",
+    ),
+    pytest.param(
+        "param_adder",
+        "module param_adder(input wire [15:0] a, input wire [15:0] b, input wire cin,\n"
+        "                   output wire [15:0] sum, output wire cout);\n"
+        "  assign {cout, sum} = {1'b0, a} + {1'b0, b} + {16'd0, cin};\nendmodule\n",
+        Status.COMPILE_ERROR,
+        "port_mismatch",
+        id="unchecked_requirement-no_parameter_at_all",
+    ),
+    pytest.param(
+        "param_counter",
+        (TASKS / "param_counter" / "ref.sv")
+        .read_text()
+        .replace("assign at_max = &count;", "assign at_max = (count[4:0] == 5'd31);"),
+        Status.WRONG_ANSWER,
+        "equivalence_counterexample",
+        id="unchecked_requirement-terminal_count_at_the_default_width_only",
+    ),
+]
+
+
+@pytest.mark.parametrize(("task_name", "code", "status", "code_"), PARAM_CASES)
+def test_a_design_right_at_the_default_parameters_only_fails(
+    rtl, outside, task_name, code, status, code_
+):
+    task = _task(task_name)
+    v = harness.verify_settled(rtl.verify, task, code, _limits(None))
+    assert (v.status, v.code) == (status, code_), v.feedback[:600]
+    assert v.metrics["sim_mismatches"] == 0  # the testbench saw nothing
+    assert "WIDTH" in v.feedback
+    outside.check(v, FAULT)
+
+
+def test_the_parameterised_references_are_checked_at_other_settings(rtl):
+    """Drawn per task and verifier version: the same settings on every run."""
+    task = _task("param_adder")
+    first = rtl.verify(task, task.reference, _limits(None))
+    assert first.status is Status.PASS and first.metrics["equivalence"] == "proven"
+    settings = first.metrics["equivalence_settings"]
+    assert settings[0] == "WIDTH=1" and len(settings) == 2
+    assert 16 < int(settings[1].split("=")[1]) <= 32
+    assert rtl.verify(task, task.reference, _limits(None)).metrics["equivalence_settings"] == (
+        settings
+    )
 
 
 @pytest.fixture(scope="module")
