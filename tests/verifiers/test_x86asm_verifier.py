@@ -14,7 +14,7 @@ from tests.adversarial.x86asm.cases import FIXTURE, at_entry
 from tests.adversarial.x86asm.verifiers import CopyGateOff, needs_x86
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
-from verifiers.x86asm import cases, errors, objcheck
+from verifiers.x86asm import cases, errors, kit, objcheck
 from verifiers.x86asm.signature import SignatureError, parse_signature
 from verifiers.x86asm.verifier import X86Verifier
 
@@ -240,9 +240,11 @@ def test_a_hang_is_the_candidates_timeout(task, verifier):
 
 
 def test_wrong_only_on_the_perf_workload_is_caught_there(task, verifier):
-    """Right on every small case, wrong from n = 1000 up (the perf workload's n is 2048):
-    the measured runs' outputs are checked against the reference's too."""
-    cheat = at_entry("\tcmpq $1000, %rcx\n\tjb 7f\n\tmovq $999, %rcx\n7:\n")
+    """Right on every checked size, wrong at exactly the perf workload's n = 2048 (no check
+    case has it): the measured runs' outputs are checked against the reference's too."""
+    sizes = {c.scalars["n"] for c in kit.generator(task).check.cases}
+    assert 2048 not in sizes and max(sizes) >= 4096
+    cheat = at_entry("\tcmpq $2048, %rcx\n\tjne 7f\n\tmovq $999, %rcx\n7:\n")
     v, failed = verdict(verifier, task, cheat)
     assert (v.status, v.code, failed.name) == (Status.WRONG_ANSWER, "output_mismatch", "perf"), (
         v.feedback

@@ -79,7 +79,7 @@ def generator(task: Task) -> Generator:
         gen = _generators.pop(task.task_id, None)
         if gen is None:
             sig = parse_signature(task.interface["signature"])
-            gen = Generator(sig, task.interface, task.harness)
+            gen = Generator(sig, task.interface, task.harness, task.task_id)
         _generators[task.task_id] = gen  # most recent last
         while len(_generators) > GENERATORS_KEPT:
             _generators.pop(next(iter(_generators)))
@@ -242,6 +242,8 @@ def _records(res: RunResult, n: int, n_arenas: int, what: str) -> list[list[int]
     bad = [r.case for r in out.records.values() if r.abi]
     if bad:
         raise KitError(f"the reference breaks the ABI on {what} case {bad[0]}")
+    if out.stray is not None:
+        raise KitError(f"the reference writes outside its buffers on {what}: {out.stray}")
     return [[r.rax, r.rdx, *r.hashes] for _, r in sorted(out.records.items())]
 
 
