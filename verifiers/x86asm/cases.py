@@ -66,6 +66,9 @@ UNIFORM_LARGE, UNIFORM_SMALL = 4, 12
 PERF_REACH = 2  # the largest size tested: this many times the perf workload's
 # bytes of pattern the driver checks on either side of each window after every call
 RED_ZONE = 4096
+# a dump (feedback on a mismatch): a hash of each DUMP_CHUNK bytes of a window, and the bytes
+# of DUMP_MAX from a chosen offset (driver.c's)
+DUMP_CHUNK, DUMP_MAX = 4096, 12288
 # where a case puts its buffers: 64-byte aligned, at a random multiple of the element size,
 # at any byte the buffer's alignment allows, ending right before an unmapped page
 PLACEMENTS = ("aligned", "elem", "any", "page_end")
@@ -649,6 +652,7 @@ class Output:
     crash: Crash | None = None
     times: list[tuple[int, int]] = field(default_factory=list)  # (candidate ns, baseline ns)
     dumps: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # arena -> (lo, bytes)
+    chunks: dict[int, tuple[int, ...]] = field(default_factory=dict)  # arena -> DUMP_CHUNK hashes
     arenas: dict[int, int] = field(default_factory=dict)  # arena -> its address
     end: int | None = None
     stray: Stray | None = None  # a write outside every window (check runs)
@@ -677,6 +681,8 @@ def parse_output(text: str, n_arenas: int) -> Output:
                 out.times.append((int(f[2]), int(f[3])))
             elif f and f[0] == "D" and len(f) in (3, 4):
                 out.dumps[int(f[1])] = (int(f[2]), bytes.fromhex(f[3] if len(f) == 4 else ""))
+            elif f and f[0] == "K" and len(f) >= 2:
+                out.chunks[int(f[1])] = tuple(int(x, 16) for x in f[2:])
             elif f and f[0] == "A" and len(f) == 3:
                 out.arenas[int(f[1])] = int(f[2], 16)
             elif f and f[0] == "E" and len(f) == 2 and out.end is None:

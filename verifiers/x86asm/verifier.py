@@ -64,6 +64,8 @@ from verifiers.warm import OutputRefused, read_beneath
 from verifiers.x86asm import callgrind, errors, kit, objcheck, toolchain
 from verifiers.x86asm.cases import (
     ABI_BITS,
+    DUMP_CHUNK,
+    DUMP_MAX,
     FLAG_VALGRIND,
     HELPERS,
     STARTED,
@@ -77,7 +79,6 @@ from verifiers.x86asm.cases import (
     parse_output,
     same_result,
     started,
-    windows,
 )
 from verifiers.x86asm.domain import DOMAIN
 from verifiers.x86asm.signature import Signature
@@ -418,8 +419,9 @@ class X86Verifier(Verifier):
             size = work.layout.sizes[a] if a < len(work.layout.sizes) else 0
             if base - NEAR <= crash.addr < base + size + NEAR:
                 detail = (
-                    f"{label}: wrote {_address(work, case, out, crash.addr)}{at} "
-                    "(the write faulted on the unmapped memory there)"
+                    f"{label}: wrote outside its buffers{at}, "
+                    f"{_address(work, case, out, crash.addr)} (the write faulted on the "
+                    "unmapped memory there)"
                 )
                 raise GateFail(
                     Status.WRONG_ANSWER,
@@ -437,7 +439,10 @@ class X86Verifier(Verifier):
         where = _address(work, last, out, out.arenas.get(s.arena, 0) + s.offset)
         names = [n for n, a in work.layout.arena_of.items() if a == s.arena]
         if s.first == s.last:
-            detail = f"case {s.first} ({last.why}): wrote {where}"
+            detail = (
+                f"case {s.first} ({last.why}): wrote outside its buffers (the first byte it "
+                f"changed lies {where})"
+            )
         else:
             # found by a scan of the whole arena: which of those calls wrote is not known
             detail = (
@@ -491,26 +496,46 @@ class X86Verifier(Verifier):
     ) -> tuple[list[str], bool]:
         """Both windows of case i byte by byte (the candidate's dumped in its session, the
         reference's from its own binary): what differs, and whether any of it lies outside
-        the buffers the function may write."""
-        put_input(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i))
-        res = ctx.run(["./x", "dump.bin"], self_signal=True, **_budget(ctx, 0.1, RUN_FLOOR_S))
-        mine = parse_output(res.stdout, len(work.layout.sizes)).dumps
+        the buffers the function may write. A dump holds DUMP_MAX bytes of each window and
+        a hash of every DUMP_CHUNK: where the first differing chunk lies past those bytes,
+        both are dumped again from there."""
+        n = len(work.layout.sizes)
+
+        def dump(skip: int) -> Output:
+            put_input(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i, reps=skip))
+            res = ctx.run(["./x", "dump.bin"], self_signal=True, **_budget(ctx, 0.1, RUN_FLOOR_S))
+            return parse_output(res.stdout, n)
+
+        mine = dump(0)
         theirs = kit.reference_dump(ctx.task, sig, work, i, ctx.limits.unconfined)
+        starts = [
+            j * DUMP_CHUNK
+            for a in range(n)
+            for j, (x, y) in enumerate(
+                zip(mine.chunks.get(a, ()), theirs.chunks.get(a, ()), strict=False)
+            )
+            if x != y
+        ]
+        if starts and min(starts) + DUMP_CHUNK > DUMP_MAX:
+            mine = dump(min(starts))
+            theirs = kit.reference_dump(ctx.task, sig, work, i, ctx.limits.unconfined, min(starts))
         lines, outside = [], False
         case = work.cases[i]
-        for a, (lo, _hi) in enumerate(windows(case, work.layout)):
-            if want[2 + a] == got[2 + a] or a not in mine or a not in theirs:
+        for a in range(n):
+            if want[2 + a] == got[2 + a] or a not in mine.dumps or a not in theirs.dumps:
                 continue
-            cb, rb = mine[a][1], theirs[a][1]
+            (lo, cb), rb = mine.dumps[a], theirs.dumps[a][1]
             for name, b in case.buffers.items():
                 if work.layout.arena_of[name] != a or b.elems is None:
                     continue
                 access = ctx.task.interface["buffers"][name]["access"]
                 size = b.param.type.size
                 start, end = b.offset - lo, b.offset - lo + b.nbytes
+                if start < 0:  # the dump begins inside the buffer: at an element's start
+                    start += -(start // size) * size
                 for k in range(start, min(end, len(cb), len(rb)), size):
                     if cb[k : k + size] != rb[k : k + size]:
-                        idx = (k - start) // size
+                        idx = (k - (b.offset - lo)) // size
                         t = b.param.type
                         g = t.wrap(int.from_bytes(cb[k : k + size], "little"))
                         w = t.wrap(int.from_bytes(rb[k : k + size], "little"))
@@ -837,7 +862,11 @@ def _address(work: Workload, case: Case, out: Output, addr: int) -> str:
             side = (
                 f"{dist} bytes before the start of" if before else f"{dist} bytes past the end of"
             )
-            tail = " (an unmapped page follows it)" if b.offset + b.nbytes == size else ""
+            tail = (
+                " (an unmapped page follows it)"
+                if not before and b.offset + b.nbytes == size
+                else ""
+            )
             return f"{side} {name}{tail}"
     return "outside every buffer the function was given"
 

@@ -40,6 +40,7 @@ enum { MAX_ARGS = 6, MAX_ARENAS = 6, MAX_CASES = 1 << 16 };
 #define ARENA_BASE 0x100000000000UL
 #define ARENA_STRIDE 0x100000000UL /* 4 GiB apart: the largest arena is 1 GiB */
 #define RED_ZONE 4096UL /* verifiers/x86asm/cases.py RED_ZONE */
+#define GUARD 64UL      /* cases.py GUARD: the fill bytes on each side of a window's buffers */
 
 /* Native runs: only what the driver itself needs once candidate code may run. Anything
  * else kills the process with SIGSYS (the verdict's forbidden_syscall). */
@@ -339,19 +340,63 @@ static void record(uint64_t c) {
     end_line();
 }
 
+/* K <arena> <hash of each DUMP_CHUNK bytes of its window>, then D <arena> <offset> <the
+ * bytes of at most DUMP_MAX from the window's start + H.reps, hex>: the host finds the first
+ * chunk that differs from the reference's and asks for its bytes (a window is up to
+ * megabytes; the run's output is capped) */
+enum { DUMP_CHUNK = 4096, DUMP_MAX = 12288 };
+
 static void dump(uint64_t c) {
     uint64_t w[MAX_ARENAS][2];
     windows(c, w);
     for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t lo = w[a][0], hi = w[a][1];
+        put_s("K ");
+        put_u(a);
+        for (uint64_t i = lo; i < hi; i += DUMP_CHUNK)
+            put_hex(fnv1a(arena[a] + i, hi - i < DUMP_CHUNK ? hi - i : DUMP_CHUNK));
+        end_line();
+        uint64_t from = hi - lo > H.reps ? lo + H.reps : hi;
+        uint64_t to = hi - from > DUMP_MAX ? from + DUMP_MAX : hi;
         put_s("D ");
         put_u(a);
-        put_u(w[a][0]);
-        for (uint64_t i = w[a][0]; i < w[a][1]; i++) {
+        put_u(from);
+        for (uint64_t i = from; i < to; i++) {
             char b[2] = {"0123456789abcdef"[arena[a][i] >> 4], "0123456789abcdef"[arena[a][i] & 15]};
             put(b, 2);
         }
         put(" ", 1);
         end_line();
+    }
+}
+
+static uint64_t differs(const unsigned char *now, const unsigned char *was, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if (now[i] != was[i]) return i;
+    return n;
+}
+
+/* after case c: the window's own fill, the host's random bytes before its first buffer and
+ * (where the arena does not end first) the GUARD bytes after its last; one changed is a
+ * write just outside the buffers */
+static void check_fill(uint64_t c) {
+    const unsigned char *p = cases[c];
+    uint64_t args[MAX_ARGS];
+    for (uint64_t i = 0; i < H.n_args; i++) args[i] = get_u64(&p);
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t lo = get_u64(&p), hi = get_u64(&p), first = hi;
+        const unsigned char *img = p;
+        p += (hi - lo + 7) & ~7UL;
+        for (uint64_t i = 0; i < H.n_args; i++)
+            if (arg_kind[i] == a + 1 && args[i] != NULL_OFF && args[i] < first) first = args[i];
+        uint64_t k = differs(arena[a] + lo, img, first - lo);
+        if (k < first - lo) {
+            stray(c, c, a, lo + k);
+            continue;
+        }
+        if (hi == arena_size[a] || hi - first < GUARD) continue; /* it ends at the guard page */
+        k = differs(arena[a] + hi - GUARD, img + (hi - GUARD - lo), GUARD);
+        if (k < GUARD) stray(c, c, a, hi - GUARD + k);
     }
 }
 
@@ -418,6 +463,7 @@ int main(int argc, char **argv) {
                 dump(c);
                 continue;
             }
+            check_fill(c);
             uint64_t w[MAX_ARENAS][2];
             windows(c, w);
             check_outside(c, w);
