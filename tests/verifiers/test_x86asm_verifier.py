@@ -205,6 +205,14 @@ GATE_CASES = {
                          "out_of_bounds_write", "correct"),
     "write_into_src": (lambda t: at_entry("\ttestq %rcx, %rcx\n\tje 8f\n\tmovl $5, (%rsi)\n8:\n"),
                        Status.WRONG_ANSWER, "out_of_bounds_write", "correct"),
+    # rdpmc's bytes in a mov's immediate, jumped into: no perf event is mapped, so it
+    # faults, and the fault is the static rule's (the counter), not a crash
+    "hidden_rdpmc": (lambda t: at_entry("\txorl %ecx, %ecx\n\tjmp 2f+1\n"
+                                        "2:\tmovl $0x90330f, %eax\n"),
+                     Status.REJECTED, "forbidden_instruction", "execute"),
+    # only from n = 2049 up, past the perf workload's 2048: the sizes reach 4096
+    "wrong_above_perf_size": (lambda t: at_entry("\tcmpq $2048, %rcx\n\tjbe 7f\n\tdecq %rcx\n7:\n"),
+                              Status.WRONG_ANSWER, "output_mismatch", "correct"),
     "copy_O3": (lambda t: t.harness["baselines"]["O3"], Status.SLOW, "copied_input", "copy"),
     "copy_O0": (lambda t: t.harness["baselines"]["O0"], Status.SLOW, "copied_input", "copy"),
 }  # fmt: skip
