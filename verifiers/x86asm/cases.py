@@ -62,8 +62,9 @@ SWEEP = 136
 # twice the perf workload's size (a wrong band of sizes a factor 2^(2/4) = 1.41 wide holds a
 # whole cell, so it is met), plus uniform draws among the large and among the small ones
 SIZES_PER_OCTAVE = 4
-UNIFORM_LARGE, UNIFORM_SMALL = 4, 12
+UNIFORM_LARGE, UNIFORM_SMALL = 2, 12
 PERF_REACH = 2  # the largest size tested: this many times the perf workload's
+SIZE_CAP = 1 << 22  # ... and no more than this (a range left at its type's, by mistake)
 # bytes of pattern the driver checks on either side of each window after every call
 RED_ZONE = 4096
 # a dump (feedback on a mismatch): a hash of each DUMP_CHUNK bytes of a window, and the bytes
@@ -402,12 +403,16 @@ class Generator:
         out = {}
         for p in self.sig.scalars:
             if p.name in names:
-                lo, hi = value_range(p.type, self.values.get(p.name, {}))
-                out[p.name] = (lo, hi, min(p.type.hi, max(hi, PERF_REACH * perf.get(p.name, 0))))
+                spec = self.values.get(p.name, {})
+                lo, hi = value_range(p.type, spec)
+                if spec.get("choices") and "range" not in spec:
+                    lo, hi = min(map(int, spec["choices"])), max(map(int, spec["choices"]))
+                top = min(p.type.hi, max(hi, PERF_REACH * perf.get(p.name, 0)), SIZE_CAP)
+                out[p.name] = (lo, hi, max(top, lo))
         for p in self.sig.pointers:
             if self.buffers.get(p.name, {}).get("string"):
                 lo, hi = (int(v) for v in self.values.get(p.name, {}).get("length", (0, 256)))
-                out[p.name] = (lo, hi, max(hi, PERF_REACH * perf.get(p.name, 0)))
+                out[p.name] = (lo, hi, min(max(hi, PERF_REACH * perf.get(p.name, 0)), SIZE_CAP))
         return out
 
     def sized(self) -> list[tuple[dict[str, int], str, str, dict[str, int], str]]:
@@ -506,7 +511,7 @@ def size_schedule(rng: random.Random, lo: int, hi: int, top: int) -> list[int]:
     """Sizes past the sweep of the smallest ones (lo .. lo + SWEEP) up to `top`: one drawn
     log-uniformly in each 1/SIZES_PER_OCTAVE octave, `top` itself, UNIFORM_LARGE uniform in
     [hi, top] and UNIFORM_SMALL uniform in [lo, 4 hi] (small sizes are cheap, and most
-    bugs of a length live there). The elements checked grow about 9x the largest size."""
+    bugs of a length live there). The elements checked grow about 8x the largest size."""
     start = min(hi, lo + SWEEP) + 1
     out: list[int] = []
     if start <= top:
