@@ -227,6 +227,18 @@ class DomainFixtures:
         """An otherwise correct candidate that prints INFRA_TEXT (it earns a pass)."""
         raise NotImplementedError
 
+    # --- the behaviour space (issue 29): None where the domain's fixture task has no sized
+    # inputs or no buffers; a domain whose task has them supplies both
+    def wrong_past_the_task_sizes(self) -> str | None:
+        """Right on every size the task's own ranges give and on the perf workload's, wrong
+        on larger ones (up to twice the perf workload's): the cases must reach those."""
+        return None
+
+    def writes_past_a_buffer(self) -> str | None:
+        """Right but for one store just outside an output buffer, only at sizes past the
+        task's own ranges: wrong_answer / out_of_bounds_write (red zones or a guard page)."""
+        return None
+
     def hide_tool(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         """Make one of the domain's tools really absent for a fresh verifier. Default: a
         PATH without the descriptor's first tool binary (other than bubblewrap)."""
@@ -376,6 +388,22 @@ class ConformanceCases:
             pytest.skip(f"{fx.domain} declares no fast gates")
         v = fx.verify(fx.reference(), Limits(gates=fast))
         assert v.status is Status.PASS, show(v)
+
+    # 1b. the cases cover what a candidate can do: sizes past the task's own ranges, and
+    # memory just outside every buffer
+    def test_sizes_past_the_task_ranges_are_checked(self, fx):
+        code = fx.wrong_past_the_task_sizes()
+        if code is None:
+            pytest.skip(f"the {fx.domain} fixtures give no candidate wrong past the task's sizes")
+        v = fx.verify(code)
+        assert v.status is Status.WRONG_ANSWER, show(v)
+
+    def test_a_write_past_a_buffer_is_out_of_bounds(self, fx):
+        code = fx.writes_past_a_buffer()
+        if code is None:
+            pytest.skip(f"the {fx.domain} fixtures give no candidate writing past a buffer")
+        v = fx.verify(code)
+        assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), show(v)
 
     def test_without_the_hardware_every_gate_is_infra_never_pass(self, fx):
         """Asked for every gate on a node without the hardware: the CPU gates pass, the

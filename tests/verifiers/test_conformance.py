@@ -322,6 +322,12 @@ class X86AsmFixtures(DomainFixtures):
 
         return next(c.code for c in ALL if c.id == id_)
 
+    def wrong_past_the_task_sizes(self) -> str:
+        return self._case("sizes-wrong_from_400_to_32768")
+
+    def writes_past_a_buffer(self) -> str:
+        return self._case("oob-write_dst_n_when_large")
+
     def make_past_static_gate(self):
         from tests.adversarial.x86asm.verifiers import NoStaticRules
 

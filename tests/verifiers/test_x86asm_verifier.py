@@ -14,7 +14,7 @@ from tests.adversarial.x86asm.cases import FIXTURE, at_entry
 from tests.adversarial.x86asm.verifiers import CopyGateOff, needs_x86
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
-from verifiers.x86asm import cases, errors, objcheck
+from verifiers.x86asm import cases, errors, kit, objcheck
 from verifiers.x86asm.signature import SignatureError, parse_signature
 from verifiers.x86asm.verifier import X86Verifier
 
@@ -71,6 +71,32 @@ def test_case_generation_is_deterministic_and_covers_the_edges(task):
             assert 0 <= lo <= hi <= max(a.layout.sizes)
 
 
+def test_sizes_reach_twice_the_perf_workload_densely_at_every_placement(task, monkeypatch):
+    """The fixture's ranges stop at n = 200 and its perf workload is n = 2048: the cases go
+    on to 4096, with a size in every half octave past the sweep (a band of wrong sizes that
+    wide cannot hide), every placement among the sizes past the perf workload's, and a
+    draw of their own per task and per verifier version."""
+    sig = parse_signature(task.interface["signature"])
+
+    def sizes(key: str) -> list[tuple[int, str]]:
+        gen = cases.Generator(sig, task.interface, task.harness, key)
+        return [(fixed["n"], how) for fixed, *_, how in gen.sized()]
+
+    got = sizes(task.task_id)
+    checked = kit.generator(task).check.cases  # the verifier's own cases hold them
+    assert [(c.scalars["n"], c.place) for c in checked if c.why.startswith("size")] == got
+    ns = sorted(n for n, _ in got)
+    assert max(ns) == 2 * 2048 and ns[0] >= 0
+    lo = 201
+    while lo * 2**0.5 <= 4096:
+        assert any(lo <= n < lo * 2**0.5 for n in ns), (lo, ns)
+        lo *= 2**0.5
+    assert {place for n, place in got if n > 2048} == set(cases.PLACEMENTS)
+    assert sizes(task.task_id) == got and sizes("another task") != got
+    monkeypatch.setattr(cases, "VERSION", "another version")
+    assert sizes(task.task_id) != got
+
+
 def test_driver_output_that_is_not_the_drivers_is_malformed():
     zero = "0000000000000000"
     good = (
@@ -81,6 +107,16 @@ def test_driver_output_that_is_not_the_drivers_is_malformed():
     forged = good + "R 0 1 0 0 0 ff\n"
     assert cases.parse_output(forged, 1).malformed
     assert cases.parse_output(good + "PASS\n", 1).malformed
+    # a fault: the page-fault error code says a write; the bytes at rip, a refused counter
+    fault = good.replace("E 1\n", "X 0 11 0000100000002000 401000 1 6 0\n")
+    assert cases.parse_output(fault, 1).crash.write
+    gp = good.replace("E 1\n", "X 0 11 0 401000 80 0 9090310f66\n")
+    crash = cases.parse_output(gp, 1).crash
+    assert not crash.write and crash.counter() == "rdtsc"  # 66 0f 31: a prefix before it
+    assert cases.Crash(0, 11, 0, 0, 0x80, 0, 0x90F9010F).counter() == "rdtscp"
+    assert cases.Crash(0, 11, 0, 0, 0x80, 0, 0x0000C089).counter() is None  # mov %eax,%eax
+    stray = cases.parse_output(good + "O 3 9 0 4100\nK 0 00000000000000aa\n", 1)
+    assert stray.stray == cases.Stray(3, 9, 0, 4100) and stray.chunks == {0: (0xAA,)}
     assert cases.started("==12== Callgrind\n==12== \ncrucible: started\nR 0\n")
     assert not cases.started("crucible: startedX\n") and not cases.started(
         "hello\ncrucible: started\n"
@@ -169,6 +205,14 @@ GATE_CASES = {
                          "out_of_bounds_write", "correct"),
     "write_into_src": (lambda t: at_entry("\ttestq %rcx, %rcx\n\tje 8f\n\tmovl $5, (%rsi)\n8:\n"),
                        Status.WRONG_ANSWER, "out_of_bounds_write", "correct"),
+    # rdpmc's bytes in a mov's immediate, jumped into: no perf event is mapped, so it
+    # faults, and the fault is the static rule's (the counter), not a crash
+    "hidden_rdpmc": (lambda t: at_entry("\txorl %ecx, %ecx\n\tjmp 2f+1\n"
+                                        "2:\tmovl $0x90330f, %eax\n"),
+                     Status.REJECTED, "forbidden_instruction", "execute"),
+    # only from n = 2049 up, past the perf workload's 2048: the sizes reach 4096
+    "wrong_above_perf_size": (lambda t: at_entry("\tcmpq $2048, %rcx\n\tjbe 7f\n\tdecq %rcx\n7:\n"),
+                              Status.WRONG_ANSWER, "output_mismatch", "correct"),
     "copy_O3": (lambda t: t.harness["baselines"]["O3"], Status.SLOW, "copied_input", "copy"),
     "copy_O0": (lambda t: t.harness["baselines"]["O0"], Status.SLOW, "copied_input", "copy"),
 }  # fmt: skip
@@ -193,7 +237,9 @@ def test_a_wrong_answer_names_the_input_and_both_outputs(task, verifier):
 def test_a_write_outside_the_buffers_says_where(task, verifier):
     v, _ = verdict(verifier, task, at_entry("\tmovl $5, -8(%rdi)\n"), FAST)
     assert v.code == "out_of_bounds_write"
-    assert "bytes outside its buffers" in v.feedback and "before dst" in v.feedback, v.feedback
+    assert (
+        "outside its buffers" in v.feedback and "8 bytes before the start of dst" in v.feedback
+    ), v.feedback
 
 
 def test_a_crash_says_which_buffer_the_address_missed(task, verifier):
@@ -216,8 +262,11 @@ def test_a_crash_says_which_buffer_the_address_missed(task, verifier):
          "\tmovq %rsp, %rdi\n\txorl %esi, %esi\n\tmovl $8, %edx\n\tcall memset\n"
          "\taddq $64, %rsp\n\tpopq %rcx\n\tpopq %rdx\n\tpopq %rsi\n\tpopq %rdi\n",
          "not 16-byte aligned"),
+        # a value left on the x87 stack (no long double is returned); MMX state left tagged
+        ("\tfld1\n", "x87 register stack"),
+        ("\tmovq %rdi, %mm0\n", "x87 register stack"),
     ],
-    ids=["rbx", "rbp", "frame", "mxcsr", "misaligned_memset"],
+    ids=["rbx", "rbp", "frame", "mxcsr", "misaligned_memset", "x87_stack", "mmx_no_emms"],
 )  # fmt: skip
 def test_abi_violations_fail_even_with_the_right_output(task, verifier, body, finding):
     v, failed = verdict(verifier, task, at_entry(body), FAST)
@@ -240,9 +289,11 @@ def test_a_hang_is_the_candidates_timeout(task, verifier):
 
 
 def test_wrong_only_on_the_perf_workload_is_caught_there(task, verifier):
-    """Right on every small case, wrong from n = 1000 up (the perf workload's n is 2048):
-    the measured runs' outputs are checked against the reference's too."""
-    cheat = at_entry("\tcmpq $1000, %rcx\n\tjb 7f\n\tmovq $999, %rcx\n7:\n")
+    """Right on every checked size, wrong at exactly the perf workload's n = 2048 (no check
+    case has it): the measured runs' outputs are checked against the reference's too."""
+    sizes = {c.scalars["n"] for c in kit.generator(task).check.cases}
+    assert 2048 not in sizes and max(sizes) >= 4096
+    cheat = at_entry("\tcmpq $2048, %rcx\n\tjne 7f\n\tmovq $999, %rcx\n7:\n")
     v, failed = verdict(verifier, task, cheat)
     assert (v.status, v.code, failed.name) == (Status.WRONG_ANSWER, "output_mismatch", "perf"), (
         v.feedback

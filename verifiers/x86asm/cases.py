@@ -12,6 +12,11 @@ the task's name and signature, so every node and every rerun sees the same cases
   from 64 bytes down to their element size (or any byte, where the task allows), some
   ending at a page boundary, overlapping where the task says they may (memmove), NULL
   where a buffer of length 0 may be;
+- sizes over the whole range a task allows, up to twice the perf workload's (`sizes`): a
+  draw in every quarter octave past the sweep, a few uniform draws among the large and the
+  small sizes, every size scalar at its largest at once; seeded by the task and the
+  verifier's version, placed in turn at each placement (so any band of sizes one octave
+  wide meets all four);
 - the perf workload: `calls` inputs of the given sizes, 64-byte aligned, laid out apart so
   that one pass calls the function on each in turn.
 
@@ -19,11 +24,15 @@ Each pointer parameter gets an arena (two that may overlap share one) mapped bet
 inaccessible guard pages. A case holds, per arena, a window: the buffers plus 64 bytes of
 random fill on each side (none past a page end). The driver copies the window in, calls,
 and hashes the window after the call, so a write past either end of a buffer, or into an
-input the function must not change, differs from the reference's window.
+input the function must not change, differs from the reference's window. Beyond the
+window the driver keeps the rest of each arena filled with a pattern, checks RED_ZONE bytes
+on either side of every window after every call and the whole arena every so often: a
+write anywhere else in an arena is reported (an `O` line) with the case and the offset.
 """
 
 from __future__ import annotations
 
+import array
 import functools
 import math
 import random
@@ -36,6 +45,9 @@ from typing import Any
 from verifiers.contract import content_id
 from verifiers.x86asm.signature import IntType, Param, Signature
 
+# the verifier's version (X86Verifier.version): the sizes past the task's own ranges are
+# seeded with it, so a new version draws new ones
+VERSION = "2"
 PAGE = 4096
 GUARD = 64  # fill bytes compared on each side of a buffer
 MAGIC = b"CRXASM01"
@@ -46,6 +58,18 @@ DEFAULT_RANDOM_CASES = 64
 # every length from the smallest up to this many more: tails of unrolled vector loops (4
 # x 32 bytes) at every remainder, where a wrong bound or a dropped tail shows
 SWEEP = 136
+# sizes past the sweep: one log-uniform draw in each 1/SIZES_PER_OCTAVE of an octave up to
+# twice the perf workload's size (a wrong band of sizes a factor 2^(2/4) = 1.41 wide holds a
+# whole cell, so it is met), plus uniform draws among the large and among the small ones
+SIZES_PER_OCTAVE = 4
+UNIFORM_LARGE, UNIFORM_SMALL = 2, 12
+PERF_REACH = 2  # the largest size tested: this many times the perf workload's
+SIZE_CAP = 1 << 22  # ... and no more than this (a range left at its type's, by mistake)
+# bytes of pattern the driver checks on either side of each window after every call
+RED_ZONE = 4096
+# a dump (feedback on a mismatch): a hash of each DUMP_CHUNK bytes of a window, and the bytes
+# of DUMP_MAX from a chosen offset (driver.c's)
+DUMP_CHUNK, DUMP_MAX = 4096, 12288
 # where a case puts its buffers: 64-byte aligned, at a random multiple of the element size,
 # at any byte the buffer's alignment allows, ending right before an unmapped page
 PLACEMENTS = ("aligned", "elem", "any", "page_end")
@@ -63,6 +87,7 @@ ABI_BITS = (
     ("x87", "changed the x87 control word without restoring it"),
     ("frame", "wrote into its caller's stack frame, above its return address"),
     ("align", "called a library function with %rsp not 16-byte aligned"),
+    ("x87stack", "returned with values on the x87 register stack (or MMX state without emms)"),
 )
 STARTED = "crucible: started\n"  # the driver's first stderr line, before candidate code runs
 _TOOL_LINE = re.compile(r"==\d+==|--\d+(?::\d+)?--")  # valgrind's own stderr lines
@@ -83,7 +108,7 @@ HELPERS = ("memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strchr"
 @dataclass
 class Buffer:
     param: Param
-    elems: list[int] | None  # None: the pointer is NULL
+    elems: list[int] | array.array | None  # None: the pointer is NULL (long ones: arrays)
     string: bool = False
     offset: int = 0  # bytes from its arena's start
     placement: str = ""  # how it was placed, for feedback
@@ -93,6 +118,8 @@ class Buffer:
         return 0 if self.elems is None else len(self.elems) * self.param.type.size
 
     def data(self) -> bytes:
+        if isinstance(self.elems, array.array):
+            return self.elems.tobytes()
         t = self.param.type
         fmt = {8: "b", 16: "h", 32: "i", 64: "q"}[t.bits]
         fmt = "<" + (fmt if t.signed else fmt.upper()) * len(self.elems or ())
@@ -187,9 +214,14 @@ def draw(rng: random.Random, lo: int, hi: int, spec: Mapping[str, Any]) -> int:
 SPECIAL_SHARE = 0.125  # how often a value with `specials` is one of them (a delimiter, say)
 FAST_ELEMS = 4096  # longer buffers are drawn uniformly from random bytes (speed)
 _FMT = {8: "b", 16: "h", 32: "i", 64: "q"}
+# array typecodes of those widths (x86-64 Linux: i is 4 bytes, q 8), so a long buffer is
+# 1 to 8 bytes an element in memory, not a Python int's 28 (a task's sizes reach 10^5 and up)
+_ARRAY = {8: "b", 16: "h", 32: "i", 64: "q"}
 
 
-def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: str) -> list[int]:
+def _elems(
+    rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: str
+) -> list[int] | array.array:
     lo, hi = value_range(p.type, spec)
     if fill == "zeros":
         vals = [max(lo, min(hi, 0))] * n
@@ -197,15 +229,25 @@ def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: 
         vals = [hi] * n
     elif fill == "min":
         vals = [lo] * n
+    elif n > FAST_ELEMS and spec.get("choices") and not spec.get("specials"):
+        t = p.type
+        code = _ARRAY[t.bits] if t.signed else _ARRAY[t.bits].upper()
+        picked = array.array(code, rng.choices([int(v) for v in spec["choices"]], k=n))
+        return array.array(code, sorted(picked)) if spec.get("sorted") else picked
     elif n > FAST_ELEMS and not spec.get("choices") and not spec.get("specials"):
         t = p.type
         fmt = _FMT[t.bits] if t.signed else _FMT[t.bits].upper()
-        raw = struct.unpack(f"<{n}{fmt}", rng.randbytes(n * t.size))
+        code = _ARRAY[t.bits] if t.signed else _ARRAY[t.bits].upper()
+        data = rng.randbytes(n * t.size)
         if (lo, hi) == (t.lo, t.hi):
-            vals = list(raw)
+            vals = array.array(code, data)
         else:
             span = hi - lo + 1
-            vals = [lo + (v - t.lo) % span for v in raw]
+            raw = struct.unpack(f"<{n}{fmt}", data)
+            vals = array.array(code, (lo + (v - t.lo) % span for v in raw))
+        if spec.get("sorted"):
+            vals = array.array(code, sorted(vals))
+        return vals
     else:
         vals = [draw(rng, lo, hi, spec) for _ in range(n)]
     if spec.get("sorted"):
@@ -216,12 +258,21 @@ def _elems(rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: 
 class Generator:
     """Cases for one function task (its Signature, interface and harness)."""
 
-    def __init__(self, sig: Signature, interface: Mapping[str, Any], harness: Mapping[str, Any]):
+    def __init__(
+        self,
+        sig: Signature,
+        interface: Mapping[str, Any],
+        harness: Mapping[str, Any],
+        task_key: str = "",
+    ):
         self.sig = sig
         self.buffers: Mapping[str, Mapping[str, Any]] = interface.get("buffers", {})
         self.values: Mapping[str, Mapping[str, Any]] = harness.get("values", {})
         self.harness = harness
         self.seed = content_id("x86asm-cases", interface["function"], sig.text)
+        # the sizes past the task's ranges: a new draw per task and per verifier version
+        self.size_seed = content_id("x86asm-sizes", VERSION, task_key, interface["function"],
+                                    sig.text)  # fmt: skip
         arena_of: dict[str, int] = {}
         for p in sig.pointers:
             other = self.buffers.get(p.name, {}).get("overlaps")
@@ -330,6 +381,7 @@ class Generator:
             raw.append(({}, "random", "every buffer 64-byte aligned", {}, "aligned"))
         for _ in range(int(self.harness.get("random_cases", DEFAULT_RANDOM_CASES))):
             raw.append(({}, "random", "random", {}, ""))
+        raw += self.sized()
         cases = []
         for fixed, fill, why, lengths, place in raw:
             scalars = self._scalars(rng, fixed)
@@ -342,6 +394,53 @@ class Generator:
         for case in cases:
             self._place(rng, case, sizes, case.place)
         return Workload(Layout(self.arena_of, sizes), cases)
+
+    def size_ranges(self) -> dict[str, tuple[int, int, int]]:
+        """Each size (a scalar a buffer's length names, or a string's length): (smallest,
+        largest of its own range, largest tested: PERF_REACH times the perf workload's)."""
+        perf = {k: int(v) for k, v in self.harness.get("perf", {}).get("values", {}).items()}
+        names = {n for b in self.buffers.values() for n in length_names(b.get("length", 0))}
+        out = {}
+        for p in self.sig.scalars:
+            if p.name in names:
+                spec = self.values.get(p.name, {})
+                lo, hi = value_range(p.type, spec)
+                if spec.get("choices") and "range" not in spec:
+                    lo, hi = min(map(int, spec["choices"])), max(map(int, spec["choices"]))
+                top = min(p.type.hi, max(hi, PERF_REACH * perf.get(p.name, 0)), SIZE_CAP)
+                out[p.name] = (lo, hi, max(top, lo))
+        for p in self.sig.pointers:
+            if self.buffers.get(p.name, {}).get("string"):
+                lo, hi = (int(v) for v in self.values.get(p.name, {}).get("length", (0, 256)))
+                out[p.name] = (lo, hi, min(max(hi, PERF_REACH * perf.get(p.name, 0)), SIZE_CAP))
+        return out
+
+    def sized(self) -> list[tuple[dict[str, int], str, str, dict[str, int], str]]:
+        """The cases of `size_schedule`, one size at a time (the others drawn as usual),
+        then every size at its largest at once and once more at random between the perf
+        workload's and that (where a task has several)."""
+        rng = random.Random(int(self.size_seed[:16], 16))
+        strings = {p.name for p in self.sig.pointers if self.buffers.get(p.name, {}).get("string")}
+        ranges = self.size_ranges()
+        perf = {k: int(v) for k, v in self.harness.get("perf", {}).get("values", {}).items()}
+        raw: list[tuple[dict[str, int], str, str, dict[str, int], str]] = []
+
+        def add(values: dict[str, int], how: str) -> None:
+            fixed = {k: v for k, v in values.items() if k not in strings}
+            lengths = {k: v for k, v in values.items() if k in strings}
+            what = ", ".join(f"strlen({k})={v}" if k in strings else f"{k}={v}"
+                             for k, v in values.items())  # fmt: skip
+            raw.append((fixed, "random", f"size {what}, {how}", lengths, how))
+
+        for name, (lo, hi, top) in ranges.items():
+            turn = rng.randrange(len(PLACEMENTS))
+            for i, n in enumerate(size_schedule(rng, lo, hi, top)):
+                add({name: n}, PLACEMENTS[(turn + i) % len(PLACEMENTS)])
+        if len(ranges) > 1:
+            add({k: top for k, (_, _, top) in ranges.items()}, "page_end")
+            add({k: rng.randint(min(perf.get(k, hi), top), top)
+                 for k, (_, hi, top) in ranges.items()}, rng.choice(PLACEMENTS))  # fmt: skip
+        return raw
 
     def _arena_sizes(self, cases: list[Case]) -> tuple[int, ...]:
         need = [0] * self.n_arenas
@@ -406,6 +505,27 @@ class Generator:
                 ends[a] = b.offset + b.nbytes + GUARD
         sizes = tuple(align_up(e + PAGE, PAGE) for e in ends)
         return Workload(Layout(self.arena_of, sizes), cases)
+
+
+def size_schedule(rng: random.Random, lo: int, hi: int, top: int) -> list[int]:
+    """Sizes past the sweep of the smallest ones (lo .. lo + SWEEP) up to `top`: one drawn
+    log-uniformly in each 1/SIZES_PER_OCTAVE octave, `top` itself, UNIFORM_LARGE uniform in
+    [hi, top] and UNIFORM_SMALL uniform in [lo, 4 hi] (small sizes are cheap, and most
+    bugs of a length live there). The elements checked grow about 8x the largest size."""
+    start = min(hi, lo + SWEEP) + 1
+    out: list[int] = []
+    if start <= top:
+        step = 2 ** (1 / SIZES_PER_OCTAVE)
+        cell = float(max(start, 1))
+        while cell <= top:
+            n = int(cell * step ** rng.random())
+            out.append(min(max(n, start), top))
+            cell *= step
+        out.append(top)
+    if top > hi:
+        out += [rng.randint(hi, top) for _ in range(UNIFORM_LARGE)]
+    out += [rng.randint(lo, min(top, 4 * max(hi, 1))) for _ in range(UNIFORM_SMALL)]
+    return out
 
 
 def align_up(v: int, a: int) -> int:
@@ -483,6 +603,11 @@ def encode(
 # --- the driver's output -------------------------------------------------------------------
 
 
+SI_KERNEL, SEGV_MAPERR, SEGV_ACCERR = 0x80, 1, 2
+_PREFIXES = {0x66, 0x67, 0xF2, 0xF3, 0x2E, 0x3E, 0x26, 0x36, 0x64, 0x65}
+_COUNTERS = ((b"\x0f\x01\xf9", "rdtscp"), (b"\x0f\x31", "rdtsc"), (b"\x0f\x33", "rdpmc"))
+
+
 @dataclass(frozen=True)
 class Record:
     case: int
@@ -499,6 +624,31 @@ class Crash:
     signal: int
     addr: int
     rip: int
+    si_code: int = 0
+    err: int = 0  # a page fault's error code (bit 1: a write)
+    insn: int = 0  # the 8 bytes at rip (little-endian) of a fault that is no page fault
+
+    @property
+    def write(self) -> bool:
+        return self.si_code in (SEGV_MAPERR, SEGV_ACCERR) and bool(self.err & 2)
+
+    def counter(self) -> str | None:
+        """The cycle-counter instruction that faulted here (the TSC is off), if it was one."""
+        code = self.insn.to_bytes(8, "little")
+        i = 0
+        while i < 4 and (code[i] in _PREFIXES or 0x40 <= code[i] <= 0x4F):
+            i += 1
+        return next((name for op, name in _COUNTERS if code[i:].startswith(op)), None)
+
+
+@dataclass(frozen=True)
+class Stray:
+    """A byte outside every window that changed: in one of cases first..last."""
+
+    first: int
+    last: int
+    arena: int
+    offset: int
 
 
 @dataclass
@@ -507,8 +657,10 @@ class Output:
     crash: Crash | None = None
     times: list[tuple[int, int]] = field(default_factory=list)  # (candidate ns, baseline ns)
     dumps: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # arena -> (lo, bytes)
+    chunks: dict[int, tuple[int, ...]] = field(default_factory=dict)  # arena -> DUMP_CHUNK hashes
     arenas: dict[int, int] = field(default_factory=dict)  # arena -> its address
     end: int | None = None
+    stray: Stray | None = None  # a write outside every window (check runs)
     malformed: str = ""  # the first line that is not the driver's
 
 
@@ -525,13 +677,17 @@ def parse_output(text: str, n_arenas: int) -> Output:
                     raise ValueError("a case twice")
                 vals = [int(x, 16) for x in f[2:]]
                 out.records[c] = Record(c, vals[0], vals[1], vals[2], vals[3], tuple(vals[4:]))
-            elif f and f[0] == "X" and len(f) == 5 and out.crash is None:
+            elif f and f[0] == "X" and len(f) == 8 and out.crash is None:
                 out.crash = Crash(int(f[1]) if int(f[1]) < 2**63 else -1, int(f[2]),
-                                  int(f[3], 16), int(f[4], 16))  # fmt: skip
+                                  *(int(x, 16) for x in f[3:]))  # fmt: skip
+            elif f and f[0] == "O" and len(f) == 5 and out.stray is None:
+                out.stray = Stray(*(int(x) for x in f[1:]))
             elif f and f[0] == "T" and len(f) == 4:
                 out.times.append((int(f[2]), int(f[3])))
             elif f and f[0] == "D" and len(f) in (3, 4):
                 out.dumps[int(f[1])] = (int(f[2]), bytes.fromhex(f[3] if len(f) == 4 else ""))
+            elif f and f[0] == "K" and len(f) >= 2:
+                out.chunks[int(f[1])] = tuple(int(x, 16) for x in f[2:])
             elif f and f[0] == "A" and len(f) == 3:
                 out.arenas[int(f[1])] = int(f[2], 16)
             elif f and f[0] == "E" and len(f) == 2 and out.end is None:

@@ -34,6 +34,7 @@ from verifiers.x86asm.cases import (
     FLAG_VALGRIND,
     HELPERS,
     Generator,
+    Output,
     Workload,
     encode,
     parse_output,
@@ -79,7 +80,7 @@ def generator(task: Task) -> Generator:
         gen = _generators.pop(task.task_id, None)
         if gen is None:
             sig = parse_signature(task.interface["signature"])
-            gen = Generator(sig, task.interface, task.harness)
+            gen = Generator(sig, task.interface, task.harness, task.task_id)
         _generators[task.task_id] = gen  # most recent last
         while len(_generators) > GENERATORS_KEPT:
             _generators.pop(next(iter(_generators)))
@@ -242,6 +243,8 @@ def _records(res: RunResult, n: int, n_arenas: int, what: str) -> list[list[int]
     bad = [r.case for r in out.records.values() if r.abi]
     if bad:
         raise KitError(f"the reference breaks the ABI on {what} case {bad[0]}")
+    if out.stray is not None:
+        raise KitError(f"the reference writes outside its buffers on {what}: {out.stray}")
     return [[r.rax, r.rdx, *r.hashes] for _, r in sorted(out.records.items())]
 
 
@@ -340,10 +343,11 @@ def _make_program(task: Task, unconfined: bool) -> dict[str, Any]:
 
 
 def reference_dump(
-    task: Task, sig: Signature, work: Workload, case: int, unconfined: bool
-) -> dict[int, tuple[int, bytes]]:
-    """The reference's windows after `case` (for a mismatch's feedback): its own binary,
-    linked on the host, run in a sandbox of its own."""
+    task: Task, sig: Signature, work: Workload, case: int, unconfined: bool, skip: int = 0
+) -> Output:
+    """The reference's windows after `case` (for a mismatch's feedback: their chunk hashes
+    and DUMP_MAX bytes from `skip`): its own binary, linked on the host, run in a sandbox
+    of its own."""
     k = get_kit(task, unconfined)
     assert isinstance(k, FunctionKit)
     with tempfile.TemporaryDirectory(prefix="crucible-x86asm-ref-") as tmp:
@@ -351,6 +355,6 @@ def reference_dump(
         w.mkdir()
         objs = {**toolchain.driver_objects(), "cand.o": k.ref_o, "base.o": k.base_o}
         link_trusted(objs, w / "x", function_entries(task))
-        (w / "dump.bin").write_bytes(encode(sig, work, "dump", arg=case))
+        (w / "dump.bin").write_bytes(encode(sig, work, "dump", arg=case, reps=skip))
         res = trusted_run(w, ["./x", "dump.bin"], unconfined)
-        return parse_output(res.stdout, len(work.layout.sizes)).dumps
+        return parse_output(res.stdout, len(work.layout.sizes))

@@ -15,14 +15,19 @@ Gates, in order (`cpu` node; every tool in the sandbox, one session per candidat
   calls sent through their stack-alignment checks, linked statically with the driver
   (driver/) and the -O3 baseline (`base.*`).
 - `execute` (run): the driver runs every test case natively under its seccomp filter (write
-  and exit only, once candidate code may run): a fault is `crash` (where, and which
-  buffer the address missed), a system call `forbidden_syscall`, a hang `timeout`.
+  and exit only, once candidate code may run) with the time stamp counter off: a fault
+  is `crash` (where, and which buffer the address missed), a system call
+  `forbidden_syscall`, a cycle counter read (rdtsc, rdtscp, rdpmc: wherever it hid from
+  the static gate) `rejected/forbidden_instruction`, a hang `timeout`.
 - `abi` (judge): each call went through the ABI trampoline: callee-saved registers, the
-  stack pointer, alignment at library calls, DF, MXCSR, the x87 control word and the
-  caller's frame: `abi_violation`, even when the output is right.
+  stack pointer, alignment at library calls, DF, MXCSR, the x87 control word, an empty
+  x87 stack and the caller's frame: `abi_violation`, even when the output is right.
 - `correct` (judge): return value and every window byte against the reference C's, case by
   case; the first failing input and both outputs in the feedback (`output_mismatch`, or
-  `out_of_bounds_write` when bytes outside the output buffers changed).
+  `out_of_bounds_write` when bytes outside the output buffers changed: in the window's
+  fill, in the red zones beyond it or anywhere else in the arena, or a write that faulted
+  on the guard page past a buffer, whose SIGSEGV is this code, not `crash`). The cases
+  reach every size the task allows, up to twice the perf workload's.
 - `copy` (perf): the same machine code as a baseline it was given: `slow` / `copied_input`.
 - `perf` (perf): wall time over repeated passes of the perf workload, candidate and
   baseline alternating in one process (the fastest pass of each), then the instruction
@@ -59,9 +64,12 @@ from verifiers.warm import OutputRefused, read_beneath
 from verifiers.x86asm import callgrind, errors, kit, objcheck, toolchain
 from verifiers.x86asm.cases import (
     ABI_BITS,
+    DUMP_CHUNK,
+    DUMP_MAX,
     FLAG_VALGRIND,
     HELPERS,
     STARTED,
+    VERSION,
     Case,
     Generator,
     Output,
@@ -71,7 +79,6 @@ from verifiers.x86asm.cases import (
     parse_output,
     same_result,
     started,
-    windows,
 )
 from verifiers.x86asm.domain import DOMAIN
 from verifiers.x86asm.signature import Signature
@@ -83,6 +90,9 @@ COST_MULT = 10  # budgets: this many times the reference's own CPU seconds, with
 RUN_FLOOR_S, COUNT_FLOOR_S = 1.0, 5.0
 EXIT_BAD_INPUT, EXIT_NO_FILTER, EXIT_ABI = 90, 91, 86
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP}
+# a fault this near an arena (its guard pages, the unmapped space up to the next arena,
+# driver.c's ARENA_STRIDE apart) is named from that arena's buffers: an index gone wrong
+NEAR = 2**30
 NONCE = 0x43525543  # the canaries' seed: fixed, so a rerun is the same run
 _ENTRY_LABEL = r"^[ \t]*{name}[ \t]*:"
 
@@ -94,7 +104,7 @@ def _tool(name: str) -> Tool:
 class X86Verifier(Verifier):
     domain = "x86asm"
     name = "x86asm-callgrind"
-    version = "1"
+    version = VERSION  # 2: sizes up to 2x the perf workload's, red zones, TSC off, x87 stack
     resource = DOMAIN.resource
     gates = DOMAIN.gate_names
     requires = {g: (p,) for p, g in zip(DOMAIN.gate_names, DOMAIN.gate_names[1:], strict=False)}
@@ -273,6 +283,8 @@ class X86Verifier(Verifier):
         k: kit.FunctionKit = self._kit(ctx)
         out: Output = ctx.state["out"]
         work: Workload = ctx.state["check"]
+        if out.stray is not None:
+            self._stray(ctx, sig, work, out)
         for i, want in enumerate(k.check):
             r = out.records[i]
             got = [r.rax, r.rdx, *r.hashes]
@@ -365,6 +377,8 @@ class X86Verifier(Verifier):
                 f"during case {last + 1}): an optimized function makes none",
             )
         crashed_by = out.crash.signal if out.crash else res.signal
+        if out.crash and crashed_by == signal.SIGSEGV:
+            self._refused_or_stray(ctx, out, work, what)
         if crashed_by in CRASH_SIGNALS:
             raise GateFail(
                 Status.RUNTIME_ERROR, "crash", *self._crash_text(ctx, out, work, crashed_by)
@@ -379,6 +393,69 @@ class X86Verifier(Verifier):
             )
             raise GateFail(Status.RUNTIME_ERROR, "abnormal_exit", f"{what} {why}")
         return out
+
+    def _refused_or_stray(self, ctx: Context, out: Output, work: Workload, what: str) -> None:
+        """A SIGSEGV that is the rule it broke: a cycle counter read (the driver turned the
+        TSC off, so rdtsc faults wherever it hides: in another instruction's bytes, jumped
+        into, where the static disassembly never decodes it), or a write into the guard
+        page that ends (or starts) a buffer's arena."""
+        crash = out.crash
+        assert crash is not None
+        case = work.cases[crash.case] if 0 <= crash.case < len(work.cases) else None
+        label = f"case {crash.case} ({case.why})" if case else "a call"
+        where = _symbol_at(ctx, crash.rip)
+        at = f" at {where}" if where else ""
+        if insn := crash.counter():
+            raise GateFail(
+                Status.REJECTED,
+                "forbidden_instruction",
+                f"{what} executed {insn}{at} in {label}: it reads the CPU's cycle counters, "
+                "and the timing is the harness's (the counter is off while candidate code "
+                "runs, so it faulted)",
+            )
+        if case is None or not crash.write:
+            return
+        for a, base in out.arenas.items():
+            size = work.layout.sizes[a] if a < len(work.layout.sizes) else 0
+            if base - NEAR <= crash.addr < base + size + NEAR:
+                detail = (
+                    f"{label}: wrote outside its buffers{at}, "
+                    f"{_address(work, case, out, crash.addr)} (the write faulted on the "
+                    "unmapped memory there)"
+                )
+                raise GateFail(
+                    Status.WRONG_ANSWER,
+                    "out_of_bounds_write",
+                    detail,
+                    feedback=detail + "\ninputs: " + describe(_function(ctx.task)[0], case),
+                )
+
+    def _stray(self, ctx: Context, sig: Signature, work: Workload, out: Output) -> None:
+        """A byte of an arena outside every window changed (the driver's red zones and
+        arena scans): wrong_answer/out_of_bounds_write, naming the buffer and the offset."""
+        s = out.stray
+        assert s is not None
+        last = work.cases[min(s.last, len(work.cases) - 1)]
+        where = _address(work, last, out, out.arenas.get(s.arena, 0) + s.offset)
+        names = [n for n, a in work.layout.arena_of.items() if a == s.arena]
+        if s.first == s.last:
+            detail = (
+                f"case {s.first} ({last.why}): wrote outside its buffers (the first byte it "
+                f"changed lies {where})"
+            )
+        else:
+            # found by a scan of the whole arena: which of those calls wrote is not known
+            detail = (
+                f"one of cases {s.first}..{s.last} wrote outside its buffers: byte {s.offset} "
+                f"of the memory that holds {', '.join(names)} changed, far from every buffer "
+                "of those calls"
+            )
+        raise GateFail(
+            Status.WRONG_ANSWER,
+            "out_of_bounds_write",
+            detail,
+            feedback=detail + "\ninputs: " + describe(sig, last),
+        )
 
     def _crash_text(self, ctx: Context, out: Output, work: Workload, sig: int) -> tuple[str, str]:
         name = signal.Signals(sig).name
@@ -419,26 +496,46 @@ class X86Verifier(Verifier):
     ) -> tuple[list[str], bool]:
         """Both windows of case i byte by byte (the candidate's dumped in its session, the
         reference's from its own binary): what differs, and whether any of it lies outside
-        the buffers the function may write."""
-        put_input(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i))
-        res = ctx.run(["./x", "dump.bin"], self_signal=True, **_budget(ctx, 0.1, RUN_FLOOR_S))
-        mine = parse_output(res.stdout, len(work.layout.sizes)).dumps
+        the buffers the function may write. A dump holds DUMP_MAX bytes of each window and
+        a hash of every DUMP_CHUNK: where the first differing chunk lies past those bytes,
+        both are dumped again from there."""
+        n = len(work.layout.sizes)
+
+        def dump(skip: int) -> Output:
+            put_input(ctx, "dump.bin", encode(sig, work, "dump", nonce=NONCE, arg=i, reps=skip))
+            res = ctx.run(["./x", "dump.bin"], self_signal=True, **_budget(ctx, 0.1, RUN_FLOOR_S))
+            return parse_output(res.stdout, n)
+
+        mine = dump(0)
         theirs = kit.reference_dump(ctx.task, sig, work, i, ctx.limits.unconfined)
+        starts = [
+            j * DUMP_CHUNK
+            for a in range(n)
+            for j, (x, y) in enumerate(
+                zip(mine.chunks.get(a, ()), theirs.chunks.get(a, ()), strict=False)
+            )
+            if x != y
+        ]
+        if starts and min(starts) + DUMP_CHUNK > DUMP_MAX:
+            mine = dump(min(starts))
+            theirs = kit.reference_dump(ctx.task, sig, work, i, ctx.limits.unconfined, min(starts))
         lines, outside = [], False
         case = work.cases[i]
-        for a, (lo, _hi) in enumerate(windows(case, work.layout)):
-            if want[2 + a] == got[2 + a] or a not in mine or a not in theirs:
+        for a in range(n):
+            if want[2 + a] == got[2 + a] or a not in mine.dumps or a not in theirs.dumps:
                 continue
-            cb, rb = mine[a][1], theirs[a][1]
+            (lo, cb), rb = mine.dumps[a], theirs.dumps[a][1]
             for name, b in case.buffers.items():
                 if work.layout.arena_of[name] != a or b.elems is None:
                     continue
                 access = ctx.task.interface["buffers"][name]["access"]
                 size = b.param.type.size
                 start, end = b.offset - lo, b.offset - lo + b.nbytes
+                if start < 0:  # the dump begins inside the buffer: at an element's start
+                    start += -(start // size) * size
                 for k in range(start, min(end, len(cb), len(rb)), size):
                     if cb[k : k + size] != rb[k : k + size]:
-                        idx = (k - start) // size
+                        idx = (k - (b.offset - lo)) // size
                         t = b.param.type
                         g = t.wrap(int.from_bytes(cb[k : k + size], "little"))
                         w = t.wrap(int.from_bytes(rb[k : k + size], "little"))
@@ -748,7 +845,7 @@ def _address(work: Workload, case: Case, out: Output, addr: int) -> str:
     """Where a fault address lies relative to the case's buffers."""
     for a, base in out.arenas.items():
         size = work.layout.sizes[a] if a < len(work.layout.sizes) else 0
-        if not base - 4096 <= addr < base + size + 4096:
+        if not base - NEAR <= addr < base + size + NEAR:
             continue
         off = addr - base
         best = None
@@ -765,7 +862,11 @@ def _address(work: Workload, case: Case, out: Output, addr: int) -> str:
             side = (
                 f"{dist} bytes before the start of" if before else f"{dist} bytes past the end of"
             )
-            tail = " (an unmapped page follows it)" if b.offset + b.nbytes == size else ""
+            tail = (
+                " (an unmapped page follows it)"
+                if not before and b.offset + b.nbytes == size
+                else ""
+            )
             return f"{side} {name}{tail}"
     return "outside every buffer the function was given"
 

@@ -87,6 +87,13 @@ CLIENT_REQUEST = """\tsubq $56, %rsp
 \taddq $56, %rsp
 """
 ZERO_STATS, TOGGLE_COLLECT = 0x43540001, 0x43540002
+# the fixture's n is %rcx: code run only when n > 3000 (the task's range stops at 200)
+LARGE = "\tcmpq $3000, %rcx\n\tjbe 7f\n{}7:\n"
+# the last element left out when lo <= n < hi
+BAND = (
+    "\tcmpq ${lo}, %rcx\n\tjb 7f\n\tmovabsq ${hi}, %rax\n\tcmpq %rax, %rcx\n\tjae 7f\n"
+    "\tdecq %rcx\n7:\n"
+)
 
 ALL = (
     # --- the classics -------------------------------------------------------------------
@@ -194,6 +201,20 @@ ALL = (
         "forbidden_instruction",
     ),
     case("timer-rdtsc", at_entry("\trdtsc\n"), REJECTED, "forbidden_instruction"),
+    # the counter's bytes in a mov's immediate (b9 0f 31 90 00), jumped into: objdump's
+    # linear sweep decodes a mov; at run time the counter is off and it faults
+    case(
+        "timer-rdtsc_hidden_in_immediate",
+        at_entry("\tjmp 2f+1\n2:\tmovl $0x90310f, %ecx\n"),
+        REJECTED,
+        "forbidden_instruction",
+    ),
+    case(
+        "timer-rdtscp_hidden_in_immediate",
+        at_entry("\tjmp 2f+1\n2:\tmovl $0x90f9010f, %ecx\n"),
+        REJECTED,
+        "forbidden_instruction",
+    ),
     case(
         "driver-reference_its_symbols",
         at_entry("\tmovq $1, crucible_misaligned(%rip)\n"),
@@ -242,11 +263,65 @@ ALL = (
         "abi_violation",
     ),
     case("abi-write_callers_frame", at_entry("\tmovq $0, 16(%rsp)\n"), RUNTIME, "abi_violation"),
+    # the x87 stack is empty at a return that is not a long double's (the next x87 code of
+    # the caller overflows it)
+    case("abi-x87_stack_left_full", at_entry("\tfld1\n\tfldz\n"), RUNTIME, "abi_violation"),
+    case("abi-mmx_without_emms", at_entry("\tmovq %rdi, %mm0\n"), RUNTIME, "abi_violation"),
     # --- memory ------------------------------------------------------------------------------
+    # where dst ends at an unmapped page the write faults there: the same finding
     case(
         "oob-write_past_the_end",
         at_entry("\tmovl $7, (%rdi,%rcx,4)\n"),
-        WRONG | RUNTIME,  # a crash where dst ends at an unmapped page
+        WRONG,
+        "out_of_bounds_write",
+    ),
+    # only at sizes past every size the cases had before (the task's range stops at 200;
+    # the largest tested is twice the perf workload's 2048): the cases must reach them
+    case(
+        "oob-write_dst_n_when_large",
+        at_entry(LARGE.format("\tmovl $7, (%rdi,%rcx,4)\n")),
+        WRONG,
+        "out_of_bounds_write",
+    ),
+    case(
+        "oob-write_before_dst_when_large",
+        at_entry(LARGE.format("\tmovl $7, -4(%rdi)\n")),
+        WRONG,
+        "out_of_bounds_write",
+    ),
+    # 400 bytes out: past the window's 64 bytes of fill, in the driver's red zone
+    case(
+        "oob-write_400_bytes_before_dst",
+        at_entry("\tmovl $7, -400(%rdi)\n"),
+        WRONG,
+        "out_of_bounds_write",
+    ),
+    # 6000 bytes past src's end, but never where src ends at a page (the guard page would
+    # fault): past the red zones, found by the driver's scan of the whole arena
+    case(
+        "oob-write_far_dodging_the_guard_page",
+        at_entry(
+            "\tleaq (%rsi,%rcx,4), %rax\n\ttestl $4095, %eax\n\tjz 7f\n\tcmpq $8, %rcx\n"
+            "\tjbe 7f\n\tmovl $7, 6000(%rax)\n7:\n"
+        ),
+        WRONG,
+        "out_of_bounds_write",
+    ),
+    # --- sizes the task's own ranges never reach --------------------------------------------
+    # wrong (the last element skipped) only between two sizes, or above one: right on every
+    # size up to 200 the task's ranges give and on the perf workload's 2048. A band a factor
+    # 2^(2/4) wide holds a whole quarter octave of the size schedule, so one draw at least
+    case(
+        "sizes-wrong_from_400_to_32768",
+        at_entry(BAND.format(lo=400, hi=32768)),
+        WRONG,
+        "output_mismatch",
+    ),
+    case(
+        "sizes-wrong_from_1100_to_1600",
+        at_entry(BAND.format(lo=1100, hi=1600)),
+        WRONG,
+        "output_mismatch",
     ),
     case(
         "oob-read_far_past_the_end",

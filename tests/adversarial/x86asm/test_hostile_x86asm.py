@@ -18,7 +18,9 @@ from verifiers.contract import Limits, Status
 from verifiers.x86asm.verifier import X86Verifier
 
 pytestmark = needs_x86
-LIMITS = Limits(timeout_s=10.0, cpu_s=2, output_bytes=64 * 1024)
+# the driver writes ~110 bytes a case (640 of them on the fixture): room for that, not a flood
+LIMITS = Limits(timeout_s=10.0, cpu_s=2, output_bytes=128 * 1024)
+CORRECT = Limits(gates=("assemble", "static", "link", "execute", "abi", "correct"))
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +89,26 @@ def test_a_zeroed_count_past_the_static_gate_is_never_a_pass(task, raw):
             assert not v.passed and v.status is not Status.INFRA_ERROR, (c.id, v.metrics)
             seen[c.id] = (v.status, v.code)
     assert seen["valgrind-zero_stats"] == (Status.REJECTED, "timing_games"), seen
+
+
+ROOT = FIXTURE.parents[3]
+# mem_fill_u32(dst %rdi, v %esi, n %rdx): its range stops at n = 500, its perf workload is
+# n = 98304 (a buffer that does not end at a page); code run only when n > 100000
+HUGE = "mem_fill_u32:\n\tcmpq $100000, %rdx\n\tjbe 7f\n{}7:\n"
+
+
+@pytest.mark.parametrize(
+    "store",
+    ["\tmovl %esi, (%rdi,%rdx,4)\n", "\tmovl %esi, -4(%rdi)\n"],
+    ids=["dst_n", "before_dst"],
+)
+def test_a_write_outside_dst_only_past_n_100000_is_seen(front, store):
+    """The cases reach twice the perf workload's n (196608) at every placement, so a store
+    one element past either end of dst, made only when n > 100000, is out_of_bounds_write
+    (a fault on the guard page where dst ends at one, the window's fill or red zone
+    elsewhere), where before every case stopped at n = 500 and it passed."""
+    task = load_task(ROOT / "tasks" / "x86asm" / "mem_fill_u32", "x86asm")
+    code = task.reference.replace("mem_fill_u32:\n", HUGE.format(store), 1)
+    v = front.verify(task, code, CORRECT)
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "out_of_bounds_write"), v.feedback[:600]
+    assert "dst" in v.feedback and "n=1" in v.feedback, v.feedback[:600]

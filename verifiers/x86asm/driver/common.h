@@ -34,6 +34,8 @@ struct call_ctx {
     uint16_t fcw0, fcw1;
     uint32_t pad;
     uint64_t frame_bad;
+    unsigned char fenv[28]; /* fnstenv after the call: its tag word says what the x87 stack holds */
+    uint32_t pad2;
 };
 _Static_assert(offsetof(struct call_ctx, canary) == 56, "tramp.S CANARY");
 _Static_assert(offsetof(struct call_ctx, after) == 112, "tramp.S AFTER");
@@ -42,12 +44,13 @@ _Static_assert(offsetof(struct call_ctx, rflags) == 192, "tramp.S RFLAGS");
 _Static_assert(offsetof(struct call_ctx, mxcsr0) == 200, "tramp.S MXCSR0");
 _Static_assert(offsetof(struct call_ctx, fcw0) == 208, "tramp.S FCW0");
 _Static_assert(offsetof(struct call_ctx, frame_bad) == 216, "tramp.S FRAMEBAD");
+_Static_assert(offsetof(struct call_ctx, fenv) == 224, "tramp.S FENV");
 
 /* ABI findings, one bit each (verifiers/x86asm/cases.py ABI_BITS names them) */
 enum {
     ABI_RBX = 1, ABI_RBP = 2, ABI_R12 = 4, ABI_R13 = 8, ABI_R14 = 16, ABI_R15 = 32,
     ABI_RSP = 64, ABI_DF = 128, ABI_MXCSR = 256, ABI_X87 = 512, ABI_FRAME = 1024,
-    ABI_ALIGN = 2048,
+    ABI_ALIGN = 2048, ABI_X87STACK = 4096,
 };
 
 extern void crucible_call(struct call_ctx *);
@@ -76,6 +79,9 @@ static uint64_t checked_call(struct call_ctx *ctx, uint64_t seed) {
     if (ctx->fcw0 != ctx->fcw1) abi |= ABI_X87;
     if (ctx->frame_bad) abi |= ABI_FRAME;
     if (crucible_misaligned) abi |= ABI_ALIGN;
+    /* every x87 register empty (tag 11) at a return that is not a long double's: values
+     * left on the stack, or MMX without emms, break the caller's next x87 code */
+    if ((ctx->fenv[8] | ctx->fenv[9] << 8) != 0xffff) abi |= ABI_X87STACK;
     return abi;
 }
 

@@ -16,6 +16,14 @@
  *   COUNT  one pass of one function inside crucible_count_region (callgrind's
  *          --toggle-collect), then a record per case
  * A fault in candidate code is reported from a signal handler on its own stack.
+ *
+ * In CHECK and DUMP modes every arena outside the case's windows holds a pattern: after
+ * each call the RED_ZONE bytes on either side of each window are checked, the windows put
+ * back to the pattern, and the whole of every arena is checked once as many bytes went by
+ * as it holds (and after the last case). The first byte found changed is an O line: a
+ * write outside every buffer, further out than the window's own fill.
+ * The time stamp counter is off (PR_SET_TSC) before candidate code runs: rdtsc and rdtscp
+ * fault wherever they hide; the driver's own clock is the clock_gettime system call.
  */
 #include "common.h"
 
@@ -31,6 +39,8 @@ enum { MAX_ARGS = 6, MAX_ARENAS = 6, MAX_CASES = 1 << 16 };
 #define PAGE 4096UL
 #define ARENA_BASE 0x100000000000UL
 #define ARENA_STRIDE 0x100000000UL /* 4 GiB apart: the largest arena is 1 GiB */
+#define RED_ZONE 4096UL /* verifiers/x86asm/cases.py RED_ZONE */
+#define GUARD 64UL      /* cases.py GUARD: the fill bytes on each side of a window's buffers */
 
 /* Native runs: only what the driver itself needs once candidate code may run. Anything
  * else kills the process with SIGSYS (the verdict's forbidden_syscall). */
@@ -97,14 +107,25 @@ static void end_line(void) { out[out_len - 1] = '\n'; }
 /* --- faults in candidate code ---------------------------------------------------------- */
 static char altstack[1 << 16];
 
+/* X <case> <signal> <address> <rip> <si_code> <page-fault error code> <bytes at rip> */
 static void on_fault(int sig, siginfo_t *si, void *uc_) {
     ucontext_t *uc = uc_;
+    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP], insn = 0;
+    /* a fault that is no page fault was raised by the instruction at rip, on a page just
+     * executed: its bytes tell a refused rdtsc or rdpmc from any other (none past the page) */
+    if (sig == SIGSEGV && si->si_code == SI_KERNEL) {
+        uint64_t n = PAGE - (rip & (PAGE - 1));
+        memcpy(&insn, (const void *)rip, n < 8 ? n : 8);
+    }
     flush();
     put_s("X ");
     put_u(current_case);
     put_u((uint64_t)sig);
     put_hex((uint64_t)si->si_addr);
-    put_hex((uint64_t)uc->uc_mcontext.gregs[REG_RIP]);
+    put_hex(rip);
+    put_hex((uint64_t)(uint32_t)si->si_code);
+    put_hex((uint64_t)uc->uc_mcontext.gregs[REG_ERR]);
+    put_hex(insn);
     end_line();
     flush();
     syscall(SYS_exit_group, 128 + sig);
@@ -206,6 +227,85 @@ static void windows(uint64_t c, uint64_t lo_hi[][2]) {
     }
 }
 
+/* --- the arenas outside the windows ---------------------------------------------------- */
+static uint64_t pattern[MAX_ARENAS]; /* byte i of an arena: byte i % 8 of its word */
+static uint64_t scan_from, scan_bytes, arena_bytes;
+static int stray_seen;
+
+static unsigned char pattern_at(uint64_t a, uint64_t i) {
+    return (unsigned char)(pattern[a] >> (8 * (i & 7)));
+}
+
+static void fill_pattern(uint64_t a, uint64_t lo, uint64_t hi) {
+    uint64_t i = lo;
+    for (; i < hi && (i & 7); i++) arena[a][i] = pattern_at(a, i);
+    for (; i + 8 <= hi; i += 8) memcpy(arena[a] + i, &pattern[a], 8);
+    for (; i < hi; i++) arena[a][i] = pattern_at(a, i);
+}
+
+/* the first byte of [lo, hi) of arena a that is not the pattern's, or hi */
+static uint64_t first_changed(uint64_t a, uint64_t lo, uint64_t hi) {
+    uint64_t i = lo, w;
+    for (; i < hi && (i & 7); i++)
+        if (arena[a][i] != pattern_at(a, i)) return i;
+    for (; i + 8 <= hi; i += 8) {
+        memcpy(&w, arena[a] + i, 8);
+        if (w != pattern[a]) break;
+    }
+    for (; i < hi; i++)
+        if (arena[a][i] != pattern_at(a, i)) return i;
+    return hi;
+}
+
+/* O <first case> <last case> <arena> <offset>: a byte outside every window changed during
+ * one of those calls (the first found; one line a run) */
+static void stray(uint64_t c0, uint64_t c1, uint64_t a, uint64_t at) {
+    if (stray_seen) return;
+    stray_seen = 1;
+    put_s("O ");
+    put_u(c0);
+    put_u(c1);
+    put_u(a);
+    put_u(at);
+    end_line();
+}
+
+static void start_pattern(void) {
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        pattern[a] = mix(H.nonce ^ 0x7265647a6f6e65ULL ^ a);
+        fill_pattern(a, 0, arena_size[a]);
+        arena_bytes += arena_size[a];
+    }
+}
+
+/* after case c (its windows hashed): the red zones beside its windows, its windows back to
+ * the pattern, and every arena whole once as many bytes went by as the arenas hold */
+static void check_outside(uint64_t c, uint64_t lo_hi[][2]) {
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t lo = lo_hi[a][0], hi = lo_hi[a][1];
+        uint64_t zlo = lo > RED_ZONE ? lo - RED_ZONE : 0;
+        uint64_t zhi = arena_size[a] - hi > RED_ZONE ? hi + RED_ZONE : arena_size[a];
+        uint64_t at = first_changed(a, zlo, lo);
+        if (at == lo && (at = first_changed(a, hi, zhi)) == zhi) at = UINT64_MAX;
+        if (at != UINT64_MAX) {
+            stray(c, c, a, at);
+            fill_pattern(a, zlo, zhi);
+        }
+        fill_pattern(a, lo, hi);
+        scan_bytes += hi - lo + 2 * RED_ZONE;
+    }
+    if (scan_bytes < arena_bytes && c + 1 < H.n_cases) return;
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t at = first_changed(a, 0, arena_size[a]);
+        if (at != arena_size[a]) {
+            stray(scan_from, c, a, at);
+            fill_pattern(a, 0, arena_size[a]);
+        }
+    }
+    scan_from = c + 1;
+    scan_bytes = 0;
+}
+
 struct result {
     uint64_t rax, rdx, abi, misaligned;
 };
@@ -220,10 +320,17 @@ static void call(char *fn, uint64_t c) {
     results[c] = (struct result){ctx.rax, ctx.rdx, abi, crucible_misaligned};
 }
 
+/* FNV-1a over 8-byte words (windows reach megabytes since the cases reach twice the perf
+ * workload's sizes: a byte at a time was most of a check run); each step is a bijection of
+ * the state, so windows that differ in one word always hash apart */
 static uint64_t fnv1a(const unsigned char *p, uint64_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
+    uint64_t h = 0xcbf29ce484222325ULL, w, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+    }
+    for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return mix(h ^ n);
 }
 
 /* R <case> <rax> <rdx> <abi> <misaligned helpers> <hash of each window> */
@@ -240,14 +347,28 @@ static void record(uint64_t c) {
     end_line();
 }
 
+/* K <arena> <hash of each DUMP_CHUNK bytes of its window>, then D <arena> <offset> <the
+ * bytes of at most DUMP_MAX from the window's start + H.reps, hex>: the host finds the first
+ * chunk that differs from the reference's and asks for its bytes (a window is up to
+ * megabytes; the run's output is capped) */
+enum { DUMP_CHUNK = 4096, DUMP_MAX = 12288 };
+
 static void dump(uint64_t c) {
     uint64_t w[MAX_ARENAS][2];
     windows(c, w);
     for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t lo = w[a][0], hi = w[a][1];
+        put_s("K ");
+        put_u(a);
+        for (uint64_t i = lo; i < hi; i += DUMP_CHUNK)
+            put_hex(fnv1a(arena[a] + i, hi - i < DUMP_CHUNK ? hi - i : DUMP_CHUNK));
+        end_line();
+        uint64_t from = hi - lo > H.reps ? lo + H.reps : hi;
+        uint64_t to = hi - from > DUMP_MAX ? from + DUMP_MAX : hi;
         put_s("D ");
         put_u(a);
-        put_u(w[a][0]);
-        for (uint64_t i = w[a][0]; i < w[a][1]; i++) {
+        put_u(from);
+        for (uint64_t i = from; i < to; i++) {
             char b[2] = {"0123456789abcdef"[arena[a][i] >> 4], "0123456789abcdef"[arena[a][i] & 15]};
             put(b, 2);
         }
@@ -256,9 +377,41 @@ static void dump(uint64_t c) {
     }
 }
 
+static uint64_t differs(const unsigned char *now, const unsigned char *was, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if (now[i] != was[i]) return i;
+    return n;
+}
+
+/* after case c: the window's own fill, the host's random bytes before its first buffer and
+ * (where the arena does not end first) the GUARD bytes after its last; one changed is a
+ * write just outside the buffers */
+static void check_fill(uint64_t c) {
+    const unsigned char *p = cases[c];
+    uint64_t args[MAX_ARGS];
+    for (uint64_t i = 0; i < H.n_args; i++) args[i] = get_u64(&p);
+    for (uint64_t a = 0; a < H.n_arenas; a++) {
+        uint64_t lo = get_u64(&p), hi = get_u64(&p), first = hi;
+        const unsigned char *img = p;
+        p += (hi - lo + 7) & ~7UL;
+        for (uint64_t i = 0; i < H.n_args; i++)
+            if (arg_kind[i] == a + 1 && args[i] != NULL_OFF && args[i] < first) first = args[i];
+        uint64_t k = differs(arena[a] + lo, img, first - lo);
+        if (k < first - lo) {
+            stray(c, c, a, lo + k);
+            continue;
+        }
+        if (hi == arena_size[a] || hi - first < GUARD) continue; /* it ends at the guard page */
+        k = differs(arena[a] + hi - GUARD, img + (hi - GUARD - lo), GUARD);
+        if (k < GUARD) stray(c, c, a, hi - GUARD + k);
+    }
+}
+
 static uint64_t now_ns(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    /* the system call, not the vDSO's clock_gettime: that reads the time stamp counter,
+     * which faults here (PR_SET_TSC) */
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
@@ -290,6 +443,10 @@ int main(int argc, char **argv) {
     int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP};
     for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
     char *fn = (H.flags & FLAG_BASE) ? crucible_base_entry : crucible_cand_entry;
+    if (H.mode == MODE_CHECK || H.mode == MODE_DUMP) start_pattern();
+    /* what the static rules refuse, stopped where it runs: the cycle counter faults
+     * (rdpmc does already: no perf event is mapped for it) */
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) bad_input("PR_SET_TSC");
     if (H.flags & FLAG_VALGRIND)
         INSTALL(under_valgrind);
     else
@@ -309,7 +466,14 @@ int main(int argc, char **argv) {
             memcpy(case_args[c], ctx.args, sizeof ctx.args);
             call(fn, c);
             record(c);
-            if (H.mode == MODE_DUMP) dump(c);
+            if (H.mode == MODE_DUMP) {
+                dump(c);
+                continue;
+            }
+            check_fill(c);
+            uint64_t w[MAX_ARENAS][2];
+            windows(c, w);
+            check_outside(c, w);
         }
     } else if (H.mode == MODE_TIME) {
         for (int base = 0; base < 2; base++) { /* a pass of each first, untimed: the pages

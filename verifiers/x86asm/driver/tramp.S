@@ -4,7 +4,8 @@
  * crucible_call(ctx): calls ctx->fn with ctx->args in the System V argument registers,
  * the callee-saved registers (rbx, rbp, r12-r15) loaded with canaries and the scratch
  * registers poisoned, then records what the callee left: the callee-saved registers, the
- * stack pointer, DF, MXCSR and the x87 control word, and whether it wrote into the 64
+ * stack pointer, DF, MXCSR, the x87 control word and tag word (an empty x87 stack), and
+ * whether it wrote into the 64
  * bytes of canaries above its return address (the caller's frame). The driver compares.
  * The stack is 16-byte aligned at the call, as the ABI promises the callee.
  */
@@ -24,6 +25,7 @@
 #define FCW0      208
 #define FCW1      210
 #define FRAMEBAD  216
+#define FENV      224
 #define FRAME     72   /* 8 for alignment + 64 bytes of canaries */
 
     .globl crucible_call
@@ -77,6 +79,8 @@ crucible_call:
     mov %rsp, AFTER+48(%r11)
     stmxcsr MXCSR1(%r11)
     fnstcw FCW1(%r11)
+    fnstenv FENV(%r11)            /* its tag word: what the callee left on the x87 stack */
+    fninit                        /* an empty stack again for the driver and the next call */
     mov RSP(%r11), %rsp           /* our own frame back, whatever the callee did to rsp */
     pushfq
     pop %rax
