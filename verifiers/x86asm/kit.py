@@ -28,7 +28,7 @@ from typing import Any
 from verifiers.contract import Limits, Task, content_id
 from verifiers.elf import STT_FILE, STT_SECTION, Elf
 from verifiers.sandbox import RunResult, Sandbox
-from verifiers.x86asm import callgrind, toolchain
+from verifiers.x86asm import callgrind, errors, toolchain
 from verifiers.x86asm.cases import (
     FLAG_BASE,
     FLAG_VALGRIND,
@@ -312,10 +312,17 @@ def _make_program(task: Task, unconfined: bool) -> dict[str, Any]:
             (work / f"in{i}.txt").write_text(t["stdin"])
             res = trusted_run(work, ["./b", "native", f"in{i}.txt"], unconfined)
             got = res.stdout
-            if res.returncode != 0 or not started(res.stderr) or got != t["stdout"]:
+            if res.returncode != 0 or res.signal or not started(res.stderr):
+                how = errors.how_it_ended(res.returncode, res.signal, res.stderr)
                 raise KitError(
-                    f"the -O3 baseline fails the task's test {i} (exit {res.returncode}): "
-                    f"expected {t['stdout'][:200]!r}, got {got[:200]!r} {res.stderr[-300:]}"
+                    f"the -O3 baseline fails the task's test {i}: {how}"
+                    + ("" if started(res.stderr) else " (before the program started)")
+                    + f"; its stderr: {res.stderr[-300:]!r}"
+                )
+            if got != t["stdout"]:
+                raise KitError(
+                    f"the -O3 baseline fails the task's test {i}: it printed {got[:200]!r}, "
+                    f"the test expects {t['stdout'][:200]!r}"
                 )
             worst = max(worst, _cpu(res))
         perf = task.harness["perf_test"]

@@ -118,7 +118,11 @@ class X86Verifier(Verifier):
     # --- what the static gate may refuse (a test-only subclass lets all of it through to
     # prove the runtime defences on their own) -------------------------------------------
     def static_findings(self, ctx: Context, obj: Elf, disassembly: str) -> list[objcheck.Finding]:
-        found = objcheck.section_findings(obj, bool(ctx.task.harness.get("stateful")))
+        # a whole program is a fresh process every run: its globals start from what the
+        # loader gives them each time, so they keep nothing between the runs that are judged
+        # (the rule is for a function, called again and again in one process)
+        stateful = bool(ctx.task.harness.get("stateful")) or _is_program(ctx.task)
+        found = objcheck.section_findings(obj, stateful)
         found += objcheck.disassembly_findings(disassembly)
         for where in objcheck.client_requests(obj):
             found.append(
@@ -575,11 +579,12 @@ class X86Verifier(Verifier):
                     + trim(res.stderr, 400),
                 )
             if res.signal == signal.SIGSYS:
+                call = errors.refused_syscall(res.stderr[len(STARTED) :])
                 raise GateFail(
                     Status.RUNTIME_ERROR,
                     "forbidden_syscall",
                     f"the program made a system call the harness does not allow on test {i} "
-                    "(killed by SIGSYS)",
+                    f"(killed by SIGSYS{f'; it says: {call}' if call else ''})",
                 )
             if res.signal in CRASH_SIGNALS:
                 name = signal.Signals(res.signal).name
