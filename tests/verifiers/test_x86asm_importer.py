@@ -247,7 +247,7 @@ def test_whole_programs_get_what_their_c_baseline_gets(glibc_imported, tmp_path,
     dest, _ = glibc_imported
     task = load_task(dest / f"supercoder_glibc_rows_{name}", "x86asm")
     good, right, wrong = GLIBC_PROGRAMS[name]
-    v = X86Verifier()
+    v = X86Verifier(timing_reps=6)  # 2x to 20x faster: fewer rounds resolve it (~3 s less)
     ok = v.verify(task, _asm(good, tmp_path))
     assert ok.status is Status.PASS, (ok.code, ok.feedback[:600])
     assert ok.metrics["speedup"] > 1 and ok.metrics["speedup_wall"] > 1

@@ -344,7 +344,7 @@ def test_the_O3_baseline_is_not_faster_than_itself(task):
     assert v.metrics["speedup"] == 1.0
     m = v.metrics
     assert m["wall_clears_bar"] is False, m
-    assert m["speedup_wall_ci"][0] <= m["noise_floor"] and m["timing_reps"] == 15
+    assert m["speedup_wall_ci"][0] <= m["noise_floor"] and m["wall_rounds"] % 15 == 0
 
 
 def test_a_slower_candidate_is_slow_with_its_numbers(task, verifier):

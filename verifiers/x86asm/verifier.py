@@ -24,10 +24,12 @@ Gates, in order (`cpu` node; every tool in the sandbox, one session per candidat
   case; the first failing input and both outputs in the feedback (`output_mismatch`, or
   `out_of_bounds_write` when bytes outside the output buffers changed).
 - `copy` (perf): the same machine code as a baseline it was given: `slow` / `copied_input`.
-- `perf` (perf): wall time over repeated passes of the perf workload, candidate and
-  baseline alternating in one process (the fastest pass of each), then the instruction
-  count under callgrind (deterministic) against the baseline's. `slow` unless both beat
-  the baseline by the task's bars. The outputs of the measured runs are checked too.
+- `perf` (perf): wall time over rounds of three passes in one process, the candidate,
+  the baseline and a second copy of it (the A/A pair), each round on inputs of its own
+  and every pass on a scrubbed stack (speed.py: the median's interval must clear the
+  task's bar raised to the noise floor), then the instruction count under callgrind
+  (deterministic) against the baseline's, which must clear 1.01x at least. `slow` unless
+  both do. The outputs of every measured pass are checked too.
 
 Program tasks (SuperCoder layout) take the same gates with the program's tests: stdin in,
 exact stdout out, its main called through the trampoline; wall time per run (process
@@ -84,6 +86,10 @@ RUN_FLOOR_S, COUNT_FLOOR_S = 1.0, 5.0
 EXIT_BAD_INPUT, EXIT_NO_FILTER, EXIT_ABI = 90, 91, 86
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP}
 NONCE = 0x43525543  # the canaries' seed: fixed, so a rerun is the same run
+TIMED_RUNS = 3  # timed runs at most, where one leaves the speedup inconclusive
+# the orders of a round's three (candidate, baseline, its copy), one per round in turn:
+# none follows another more often than the rest
+ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (0, 2, 1), (2, 1, 0), (1, 0, 2))
 _ENTRY_LABEL = r"^[ \t]*{name}[ \t]*:"
 
 
@@ -320,7 +326,8 @@ class X86Verifier(Verifier):
             instruction_bar_applied=round(ibar, 4),
             wall_ns=cand_ns,
             baseline_wall_ns=base_ns,
-            timing_reps=wall.rounds,
+            timing_reps=int(self.settings.timing_reps),
+            wall_rounds=wall.rounds,
             **wall.metrics(),
         )
         summary = (
@@ -350,9 +357,19 @@ class X86Verifier(Verifier):
 
     def measure_wall(self, ctx: Context) -> tuple[speed.Wall, int, int]:
         """The timed rounds judged (speed.judge), the fastest candidate and baseline pass
-        (ns). The wall half of the perf gate on its own: what an A/A bench calls."""
-        times = self._time_program(ctx) if _is_program(ctx.task) else self._time_function(ctx)
-        wall = speed.judge(times, float(ctx.task.harness.get("wall_bar", 1.0)))
+        (ns). The wall half of the perf gate on its own: what an A/A bench calls.
+
+        An inconclusive run (the median above the bar, the interval's low end not: a few
+        rounds disturbed by the machine's other work) is timed again, in a new process,
+        and the rounds pooled, up to TIMED_RUNS runs: a busy machine costs time, not an
+        honest candidate's label. A median at or under the bar ends it at once."""
+        bar = float(ctx.task.harness.get("wall_bar", 1.0))
+        times: list[tuple[int, int, int]] = []
+        for _ in range(TIMED_RUNS):
+            times += self._time_program(ctx) if _is_program(ctx.task) else self._time_function(ctx)
+            wall = speed.judge(times, bar)
+            if wall.clears or wall.speedup <= wall.bar:
+                break
         return wall, min(t[0] for t in times), min(t[1] for t in times)
 
     # --- function tasks: the runs ------------------------------------------------------
@@ -691,19 +708,22 @@ class X86Verifier(Verifier):
 
     def _time_program(self, ctx: Context) -> list[tuple[int, int, int]]:
         """The candidate's program and the baseline's, twice (an A/A pair), on the perf test,
-        in rounds of three whose order rotates, after one untimed run of each (its pages
+        in rounds of three in each of their orders in turn, after one untimed run of each (its pages
         cached): wall time of the whole process, as SuperCoder's harness times it. Each run
         is a fresh process: no run can keep anything for the next."""
         k: kit.ProgramKit = self._kit(ctx)
         perf = ctx.task.harness["perf_test"]
         want = ctx.task.harness["tests"][perf]["stdout"]
         budget = _budget(ctx, k.costs["run"], RUN_FLOOR_S)
-        binaries = ("x", "b", "b")
+        # the A/A pair's second is a file of its own: the same binary run twice in a row
+        # runs warmer the second time (its pages, caches), a bias no candidate gets
+        put_input(ctx, "a", k.base_bin, mode=0o755)
+        binaries = ("x", "b", "a")
         rounds = []
         for r in range(-1, int(self.settings.timing_reps)):
             t = [0, 0, 0]
             for j in range(3):
-                which = (r + j) % 3
+                which = ORDERS[r % 6][j]
                 argv = [f"./{binaries[which]}", "native", f"in{perf}.txt"]
                 res = ctx.run(argv, self_signal=True, **budget)
                 fail_on_limit(res, "the timed program")

@@ -14,7 +14,8 @@
  *          same sizes and places, other contents), after one untimed pass of each function
  *          on variant 0: `reps` rounds of three timed passes on the round's variant, the
  *          candidate, the baseline and a second copy of the baseline linked elsewhere (an
- *          A/A pair: the noise floor), their order rotating; the nanoseconds of each; after
+ *          A/A pair: the noise floor), in each of their six orders in turn; the nanoseconds
+ *          of each; after
  *          the candidate's first pass of each variant, a record per case (variant 0) or one
  *          line for the pass (the others); the variants no round reached run once more,
  *          untimed, for theirs
@@ -445,8 +446,12 @@ int main(int argc, char **argv) {
         }
         for (uint64_t r = 0; r < H.reps; r++) {
             uint64_t v = variants > 1 ? 1 + r % (variants - 1) : 0, t[3];
+            /* every order of the three in turn: none follows another more often (a pass
+             * right after one of the same code can run warmer) */
+            static const uint64_t order[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1},
+                                                 {0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
             for (uint64_t k = 0; k < 3; k++) {
-                uint64_t which = (r + k) % 3; /* each function first, second, third in turn */
+                uint64_t which = order[r % 6][k];
                 t[which] = pass_of(fns[which], v * per, per, pass++);
                 if (which == 0 && !recorded[v]) {
                     pass_record(v, per);
