@@ -15,10 +15,9 @@
  *          on variant 0: `reps` rounds of three timed passes on the round's variant, the
  *          candidate, the baseline and a second copy of the baseline linked elsewhere (an
  *          A/A pair: the noise floor), in each of their six orders in turn; the nanoseconds
- *          of each; after
- *          the candidate's first pass of each variant, a record per case (variant 0) or one
- *          line for the pass (the others); the variants no round reached run once more,
- *          untimed, for theirs
+ *          of each; after the candidate's first pass of each variant, a record per case
+ *          (variant 0) or one line for the pass (the others); the variants no round
+ *          reached run once more, untimed, for theirs
  *   COUNT  one pass of one function inside crucible_count_region (callgrind's
  *          --toggle-collect), then a record per case
  * Every measured pass (TIME, COUNT) runs on a stack of its own, and before each the driver
@@ -355,8 +354,8 @@ static void map_pass_stack(void) {
  * empty and zero). The stack is filled whole once; after that only from the lowest byte
  * that differs from the fill up: a scan that reads, where a memset of the whole megabyte
  * before every pass would leave it dirty in the caches the pass then runs in (a write-back
- * burden that made a 1.7x memmove measure 1.07x). Nothing below that byte changed, so
- * nothing is kept there. */
+ * cost in every timed pass, the baseline's and the candidate's alike, that shrinks every
+ * ratio towards 1). Nothing below that byte changed, so nothing is kept there. */
 static unsigned char stack_fill;
 
 static void scrub(uint64_t pass) {
