@@ -17,9 +17,19 @@ Measured in one run:
    and one of the baseline per process (hyperfine when installed, else the same protocol in
    Python), and its speedup's spread over the same repeats is reported.
 
+4. With --aa N (instead of 1-3): the A/A proof of the perf gate (#29). Per task family
+   (and for whole programs, imported from --aa-programs), N times, cycling over the
+   family's tasks: the task's own -O3 baseline verified as a candidate, the copy gate
+   aside (a verifier whose copy gate lets the baseline through: nothing else differs), so
+   the perf gate times the baseline against itself. Printed per family: how many runs
+   cleared the wall bar (the interval's low end above the noise floor), the instruction
+   bar, and passed (all three must be 0), and the noise floors measured.
+
 Timings are reported, never asserted. Usage:
     python bench/bench_x86asm.py [--only NAME ...] [--repeat 5] [--repeat-tasks 6]
                                  [--json bench/results/x86asm.json]
+    python bench/bench_x86asm.py --aa 50 [--only NAME ...] [--aa-programs ROWS.jsonl]
+                                 [--json bench/results/x86asm_aa.json]
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +60,7 @@ from verifiers.x86asm.verifier import X86Verifier  # noqa: E402
 TARGET_S = 1.5  # per candidate, the perf gate included
 TARGET_PER_S = 2.0  # candidates per second over the catalog
 PEER_RUNS, PEER_WARMUP = 10, 3
+DEFAULT_JSON = ROOT / "bench" / "results" / "x86asm.json"
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -75,8 +86,9 @@ def peer_speedup(task: Task, work: Path) -> float:
     objs = {**toolchain.driver_objects(), "base.o": k.base_o}
     ref_o = kit.rename(toolchain.assemble_trusted(task.reference), "cand", True)
     kit.link_trusted({**objs, "cand.o": ref_o}, work / "x", kit.function_entries(task))
-    (work / "cand.bin").write_bytes(encode(gen.sig, gen.perf, "count"))
-    (work / "base.bin").write_bytes(encode(gen.sig, gen.perf, "count", flags=2))
+    first = gen.perf.first_pass()  # one pass of the workload, as the verifier counts
+    (work / "cand.bin").write_bytes(encode(gen.sig, first, "count"))
+    (work / "base.bin").write_bytes(encode(gen.sig, first, "count", flags=2))
     means = {}
     for which in ("cand", "base"):
         argv = [str(work / "x"), str(work / f"{which}.bin")]
@@ -98,8 +110,95 @@ def peer_speedup(task: Task, work: Path) -> float:
                 times.append(time.perf_counter() - t0)
             means[which] = statistics.mean(times)
         res = subprocess.run(argv, capture_output=True, text=True)
-        assert parse_output(res.stdout, len(gen.perf.layout.sizes)).end == len(gen.perf.cases)
+        assert parse_output(res.stdout, len(first.layout.sizes)).end == len(first.cases)
     return means["base"] / means["cand"]
+
+
+class AAVerifier(X86Verifier):
+    """The A/A bench's verifier: its copy gate lets a copy of a baseline through (the
+    candidate here is the baseline); every other gate is the verifier's own."""
+
+    def gate_copy(self, ctx):
+        return "A/A: the copy gate is aside, the candidate is the baseline itself"
+
+
+def aa_tasks(args: argparse.Namespace, tasks: list[Task]) -> dict[str, list[Task]]:
+    """The catalog's tasks by family, and the imported programs as one family."""
+    fams: dict[str, list[Task]] = defaultdict(list)
+    for t in tasks:
+        fams[t.family].append(t)
+    if args.aa_programs:
+        from verifiers.catalog import load_task
+        from verifiers.specfields import ImportProblems
+        from verifiers.x86asm.supercoder import import_supercoder
+
+        dest = Path(tempfile.mkdtemp(prefix="crucible-bench-aa-")) / "x86asm"
+        try:
+            dirs = import_supercoder(args.aa_programs, dest)
+        except ImportProblems as e:
+            dirs = e.imported
+        fams["program"] = [load_task(d, "x86asm") for d in dirs]
+    return dict(sorted(fams.items()))
+
+
+def aa_main(args: argparse.Namespace, tasks: list[Task]) -> int:
+    fams = aa_tasks(args, tasks)
+    v = AAVerifier(workers=1)
+    rows, result = [], {}
+    t0 = time.perf_counter()
+    for fam, members in fams.items():
+        runs = []
+        for i in range(args.aa):
+            t = members[i % len(members)]
+            verdict = v.verify(t, t.harness["baselines"]["O3"])
+            m = verdict.metrics
+            runs.append(
+                {
+                    "task": t.name,
+                    "status": verdict.status.value,
+                    "code": verdict.code,
+                    "wall_clears": bool(m.get("wall_clears_bar")),
+                    "instr_clears": m.get("speedup", 0) > m.get("instruction_bar_applied", 1.01),
+                    "speedup_wall": m.get("speedup_wall"),
+                    "ci": m.get("speedup_wall_ci"),
+                    "noise_floor": m.get("noise_floor"),
+                }
+            )
+        floors = [r["noise_floor"] for r in runs if r["noise_floor"]]
+        walls = [r["speedup_wall"] for r in runs if r["speedup_wall"]]
+        row = {
+            "runs": len(runs),
+            "tasks": sorted({r["task"] for r in runs}),
+            "wall_cleared": sum(r["wall_clears"] for r in runs),
+            "instructions_cleared": sum(r["instr_clears"] for r in runs),
+            "passed": sum(r["status"] == "pass" for r in runs),
+            "not_timed": sum(r["noise_floor"] is None for r in runs),
+            "noise_floor_median": statistics.median(floors) if floors else None,
+            "noise_floor_p90": pct(floors, 0.9) if floors else None,
+            "aa_wall_min_max": [min(walls), max(walls)] if walls else None,
+            "statuses": dict(Counter(f"{r['status']}/{r['code']}" for r in runs)),
+        }
+        result[fam] = {**row, "runs_detail": runs}
+        rows.append((fam, row))
+        print(f"A/A {fam}: {row['wall_cleared']} of {row['runs']} cleared the wall bar", flush=True)
+    print()
+    print(f"A/A: each task family's -O3 baseline timed against itself through the perf gate "
+          f"({args.aa} runs a family, {time.perf_counter() - t0:.0f} s)")  # fmt: skip
+    print(f"  {'family':12}{'runs':>6}{'wall cleared':>14}{'instr cleared':>15}{'passed':>8}"
+          f"{'floor med':>11}{'floor p90':>11}{'A/A wall min..max':>20}")  # fmt: skip
+    for fam, r in rows:
+        mm = r["aa_wall_min_max"]
+        print(f"  {fam:12}{r['runs']:>6}{r['wall_cleared']:>14}{r['instructions_cleared']:>15}"
+              f"{r['passed']:>8}{r['noise_floor_median'] or float('nan'):>11.3f}"
+              f"{r['noise_floor_p90'] or float('nan'):>11.3f}"
+              f"{f'{mm[0]:.3f}..{mm[1]:.3f}' if mm else '-':>20}")  # fmt: skip
+    total = sum(r["wall_cleared"] + r["passed"] + r["instructions_cleared"] for _, r in rows)
+    print(f"\n  target: 0 cleared in every family; measured: {total} in all")
+    out = args.json if args.json != DEFAULT_JSON else ROOT / "bench" / "results" / "x86asm_aa.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs_per_family": args.aa, "families": result}, indent=1))
+    print(f"written {out}")
+    return 0
 
 
 def main() -> int:
@@ -109,11 +208,22 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="task names (default: the whole catalog)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--repeat-tasks", type=int, default=6)
-    ap.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "x86asm.json")
+    ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    ap.add_argument("--aa", type=int, default=0, help="A/A runs per task family (mode 4)")
+    ap.add_argument(
+        "--aa-programs",
+        type=Path,
+        default=ROOT / "tests" / "fixtures" / "supercoder" / "glibc_rows.jsonl",
+        help="SuperCoder rows whose programs are the A/A bench's program family ('' for none)",
+    )
     args = ap.parse_args()
 
     tasks, errors = load_catalog(ROOT / "tasks", ["x86asm"], args.only)
     assert not errors, errors
+    if args.aa:
+        if not str(args.aa_programs) or str(args.aa_programs) == ".":
+            args.aa_programs = None
+        return aa_main(args, tasks)
     cores = os.cpu_count() or 1
     print(f"{len(tasks)} tasks, {cores} cores, {platform.platform()}, "
           f"{toolchain.gcc_label()}, {toolchain.version('valgrind')}", flush=True)  # fmt: skip

@@ -139,6 +139,10 @@ def judged():
 
 @needs_x86
 def test_every_kind_of_edit_gets_its_label(judged):
+    """Every candidate the generator makes for six catalog tasks (~100: references,
+    rewrites, each mutation, the copies) judged through every gate, the perf gate's timed
+    rounds and callgrind count included: over 30 s because the labels of correct code of
+    other speeds (opt_*) are only known once it has been measured."""
     seen = Counter()
     for name, c, v in judged:
         op = c.generator.split(":", 1)[1]

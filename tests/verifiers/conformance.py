@@ -382,6 +382,22 @@ class ConformanceCases:
         want = fx.gates_here() or fx.descriptor.gate_names
         assert ran == ["format", *[g for g in fx.descriptor.gate_names if g in want]], ran
 
+    def test_a_timed_confirmation_is_judged_above_its_noise_floor(self, fx):
+        """A domain whose perf metric is confirmed by a timed one (PerfMetric.confirm) says
+        what the timing could resolve: the passing reference's verdict carries the noise
+        floor of its run (the baseline against itself) and the interval of its speedup,
+        whose low end clears that floor (a median above 1 is not a speedup, #29)."""
+        perf = fx.descriptor.perf
+        if perf is None or perf.confirm is None:
+            pytest.skip(f"{fx.domain} confirms no speedup by timing")
+        v = fx.reference_verdict()  # the one test_reference_passes judges
+        name = perf.confirm[0]
+        if name not in v.metrics:
+            pytest.skip(f"{fx.domain} did not time its reference here")
+        low, high = v.metrics[f"{name}_ci"]
+        assert low <= v.metrics[name] <= high, v.metrics
+        assert v.metrics["noise_floor"] >= 1.0 and low > v.metrics["noise_floor"], v.metrics
+
     def test_reference_passes_its_fast_gates(self, fx):
         fast = fx.descriptor.fast_gates
         if fast is None:

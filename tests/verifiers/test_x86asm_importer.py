@@ -136,3 +136,121 @@ def test_a_program_that_runs_otherwise_under_the_count_is_refused(imported, tmp_
     ).replace("int count = 0;", "int count = 0;\n    if (RUNNING_ON_VALGRIND) return 0;")
     v = NoStaticRules().verify(task, _asm(cheat, tmp_path))
     assert (v.status, v.code) == (Status.REJECTED, "timing_games"), v.feedback
+
+
+# --- whole programs get what their C baseline gets (#29) ------------------------------------
+GLIBC_ROWS = ROWS.with_name("glibc_rows.jsonl")
+SIEVE = r"""#include <stdio.h>
+
+char composite[100001];
+
+int main(void) {
+    int n;
+    if (scanf("%d", &n) != 1)
+        return 1;
+    int count = 0;
+    for (int k = 2; k <= n; k++) {
+        if (composite[k])
+            continue;
+        count++;
+        for (long long m = (long long)k * k; m <= n; m += k)
+            composite[m] = 1;
+    }
+    printf("%d\n", count);
+    return 0;
+}
+"""
+QSORT = r"""#include <stdio.h>
+#include <stdlib.h>
+
+static int cmp(const void *x, const void *y) {
+    int p = *(const int *)x, q = *(const int *)y;
+    return (p > q) - (p < q);
+}
+
+int main(void) {
+    int n;
+    if (scanf("%d", &n) != 1)
+        return 1;
+    int *a = malloc(n * sizeof *a);
+    for (int i = 0; i < n; i++)
+        scanf("%d", &a[i]);
+    qsort(a, n, sizeof a[0], cmp);
+    long long s = 0;
+    for (int i = 0; i < n; i++)
+        s += (long long)a[i] * (i % 7 + 1);
+    printf("%lld\n", s);
+    return 0;
+}
+"""
+GETCHAR = r"""#include <stdio.h>
+
+static int read_int(void) {
+    int c = getchar_unlocked(), neg = 0, x = 0;
+    while (c == ' ' || c == '\n')
+        c = getchar_unlocked();
+    if (c == '-') {
+        neg = 1;
+        c = getchar_unlocked();
+    }
+    while (c >= '0' && c <= '9') {
+        x = x * 10 + (c - '0');
+        c = getchar_unlocked();
+    }
+    return neg ? -x : x;
+}
+
+int main(void) {
+    int n = read_int();
+    long long s = 0;
+    for (int i = 0; i < n; i++)
+        s += read_int();
+    printf("%lld\n", s);
+    return 0;
+}
+"""
+# (the faster program, and the edit that makes it wrong as a model would): a global array
+# in .bss (the sieve; its bound), qsort over 6000 ints (glibc asks sysinfo; the comparator's
+# order), getchar_unlocked (glibc's __uflow; the sign dropped)
+GLIBC_PROGRAMS = {
+    "bss": (SIEVE, "m <= n; m += k", "m < n; m += k"),
+    "qsort": (QSORT, "(p > q) - (p < q)", "(p < q) - (p > q)"),
+    "getchar": (GETCHAR, "return neg ? -x : x;", "return x;"),
+}
+
+
+@pytest.fixture(scope="module")
+def glibc_imported(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("glibc") / "x86asm"
+    with pytest.raises(ImportProblems) as e:
+        import_supercoder(GLIBC_ROWS, dest)
+    return dest, e.value
+
+
+def test_an_import_skip_says_why_in_words(glibc_imported):
+    """The program that opens a file is skipped with the system call named, not `exit 159`
+    (its baseline dies of the harness's SIGSYS)."""
+    _, problems = glibc_imported
+    assert len(problems.errors) == 1, problems.errors
+    why = problems.errors[0]
+    assert "fopen" in why and "openat (257) is not allowed" in why and "seccomp" in why, why
+    assert "exit 159" not in why
+
+
+@pytest.mark.parametrize("name", list(GLIBC_PROGRAMS))
+def test_whole_programs_get_what_their_c_baseline_gets(glibc_imported, tmp_path, name):
+    """gcc -O3 of a faster program passes though it keeps a global array in .bss (a program
+    is a fresh process every run: the writable-state rule is a function's), calls qsort on
+    6000 ints (glibc's sysinfo inside it) or reads with getchar_unlocked (glibc's __uflow);
+    the same program made wrong fails on its output. Before: writable_state,
+    forbidden_syscall, undefined_symbol."""
+    dest, _ = glibc_imported
+    task = load_task(dest / f"supercoder_glibc_rows_{name}", "x86asm")
+    good, right, wrong = GLIBC_PROGRAMS[name]
+    v = X86Verifier(timing_reps=6)  # 2x to 20x faster: fewer rounds resolve it (~3 s less)
+    ok = v.verify(task, _asm(good, tmp_path))
+    assert ok.status is Status.PASS, (ok.code, ok.feedback[:600])
+    assert ok.metrics["speedup"] > 1 and ok.metrics["speedup_wall"] > 1
+    assert right in good
+    bad = v.verify(task, _asm(good.replace(right, wrong), tmp_path))
+    assert (bad.status, bad.code) == (Status.WRONG_ANSWER, "output_mismatch"), bad.feedback

@@ -18,7 +18,10 @@ the task's name and signature, so every node and every rerun sees the same cases
   verifier's version, placed in turn at each placement (so any band of sizes one octave
   wide meets all four);
 - the perf workload: `calls` inputs of the given sizes, 64-byte aligned, laid out apart so
-  that one pass calls the function on each in turn.
+  that one pass calls the function on each in turn; in PERF_VARIANTS variants, each with
+  contents of its own at the same sizes and places, so that every timed round of passes
+  meets inputs no earlier pass saw (a result kept from one pass is worth nothing in the
+  next), and each variant's outputs are checked against the reference's.
 
 Each pointer parameter gets an arena (two that may overlap share one) mapped between
 inaccessible guard pages. A case holds, per arena, a window: the buffers plus 64 bytes of
@@ -55,6 +58,9 @@ MODES = {"check": 1, "dump": 2, "time": 3, "count": 4}
 FLAG_VALGRIND, FLAG_BASE = 1, 2
 NULL_OFF = (1 << 64) - 1
 DEFAULT_RANDOM_CASES = 64
+# the perf workload's variants: one for the untimed warm-up pass, one per timed round (the
+# verifier's default timing_reps); more rounds than that meet a variant again
+PERF_VARIANTS = 16
 # every length from the smallest up to this many more: tails of unrolled vector loops (4
 # x 32 bytes) at every remainder, where a wrong bound or a dropped tail shows
 SWEEP = 136
@@ -146,6 +152,13 @@ class Layout:
 class Workload:
     layout: Layout
     cases: list[Case]
+    per_pass: int = 0  # cases per pass where the cases are several passes' (0: one pass)
+
+    def first_pass(self) -> Workload:
+        """The first pass's cases alone (the variant the counted run measures)."""
+        if not self.per_pass:
+            return self
+        return Workload(self.layout, self.cases[: self.per_pass])
 
 
 class CaseError(ValueError):
@@ -220,7 +233,7 @@ _ARRAY = {8: "b", 16: "h", 32: "i", 64: "q"}
 
 
 def _elems(
-    rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: str
+    rng: random.Random, p: Param, n: int, spec: Mapping[str, Any], fill: str, fast: bool = False
 ) -> list[int] | array.array:
     lo, hi = value_range(p.type, spec)
     if fill == "zeros":
@@ -234,7 +247,8 @@ def _elems(
         code = _ARRAY[t.bits] if t.signed else _ARRAY[t.bits].upper()
         picked = array.array(code, rng.choices([int(v) for v in spec["choices"]], k=n))
         return array.array(code, sorted(picked)) if spec.get("sorted") else picked
-    elif n > FAST_ELEMS and not spec.get("choices") and not spec.get("specials"):
+    elif (n > FAST_ELEMS or fast) and not spec.get("choices") and not spec.get("specials"):
+        # (fast: a perf workload's variants are megabytes, drawn as bytes at any length)
         t = p.type
         fmt = _FMT[t.bits] if t.signed else _FMT[t.bits].upper()
         code = _ARRAY[t.bits] if t.signed else _ARRAY[t.bits].upper()
@@ -293,8 +307,8 @@ class Generator:
         return out
 
     def _buffers(self, rng: random.Random, scalars: Mapping[str, int], fill: str,
-                 lengths: Mapping[str, int], contents: Mapping[str, Any] | None = None
-                 ) -> dict[str, Buffer]:  # fmt: skip
+                 lengths: Mapping[str, int], contents: Mapping[str, Any] | None = None,
+                 fast: bool = False) -> dict[str, Buffer]:  # fmt: skip
         out = {}
         for p in self.sig.pointers:
             conf = self.buffers.get(p.name, {})
@@ -303,12 +317,13 @@ class Generator:
             if conf.get("string"):
                 lo, hi = spec.get("length", (0, 256))
                 n = lengths.get(p.name, draw(rng, int(lo), int(hi), {}))
-                body = _elems(rng, p, n, {**spec, "range": spec.get("range", (1, p.type.hi))}, fill)
+                rng_spec = {**spec, "range": spec.get("range", (1, p.type.hi))}
+                body = _elems(rng, p, n, rng_spec, fill, fast)
                 body = [v if v != 0 else 1 for v in body]  # no NUL inside the string
                 out[p.name] = Buffer(p, [*body, 0], string=True)
                 continue
             n = length_of(conf["length"], scalars)
-            elems: list[int] | None = _elems(rng, p, n, spec, fill)
+            elems: list[int] | None = _elems(rng, p, n, spec, fill, fast)
             if n == 0 and conf.get("nullable") and rng.random() < 0.5:
                 elems = None
             out[p.name] = Buffer(p, elems)
@@ -343,12 +358,15 @@ class Generator:
         return self.perf_workload()
 
     def input_file(self, which: str, mode: str, **options: int) -> bytes:
-        """`encode` of the check cases or the perf workload (`which`), kept: every
-        candidate of the task runs on the same bytes."""
+        """`encode` of the check cases, the perf workload or its first pass (`which`:
+        check, perf, perf1), kept: every candidate of the task runs on the same bytes."""
         key = (which, mode, *sorted(options.items()))
         cache = self.__dict__.setdefault("_inputs", {})
         if key not in cache:
-            work = self.check if which == "check" else self.perf
+            if which == "check":
+                work = self.check
+            else:
+                work = self.perf if which == "perf" else self.perf.first_pass()
             cache[key] = encode(self.sig, work, mode, **options)
         return cache[key]
 
@@ -482,29 +500,45 @@ class Generator:
             b.placement = f"{mis} bytes past a 64-byte boundary" if mis else "64-byte aligned"
 
     # --- the perf workload ---------------------------------------------------------------
-    def perf_workload(self) -> Workload:
+    def perf_workload(self, variants: int = PERF_VARIANTS) -> Workload:
+        """`variants` passes of the perf workload: the same sizes (the perf values fix
+        every length) and places, contents and free scalars drawn anew for each."""
         perf = self.harness.get("perf", {})
         fixed = {k: int(v) for k, v in perf.get("values", {}).items()}
-        rng = random.Random(int(self.seed[16:32], 16))
+        calls = int(perf.get("calls", 1))
         cases = []
-        for i in range(int(perf.get("calls", 1))):
-            scalars = self._scalars(rng, fixed)
-            lengths = {k: v for k, v in fixed.items() if k in self.buffers}
-            bufs = self._buffers(rng, scalars, "random", lengths, perf.get("contents"))
-            for b in bufs.values():
-                if b.elems is None:
-                    b.elems = []
-            cases.append(Case(scalars, bufs, f"perf call {i}", rng.randbytes(8),
-                              self._registers(rng, scalars)))  # fmt: skip
+        for v in range(variants):
+            rng = random.Random(int(self.seed[16:32], 16) + v)
+            for i in range(calls):
+                scalars = self._scalars(rng, fixed)
+                lengths = {k: n for k, n in fixed.items() if k in self.buffers}
+                # uniform over each buffer's range, whatever its length: 16 variants of a
+                # workload are drawn per task and process, and the per-value draw (small
+                # values as often as large: edges, for the check cases) costs 10x more
+                bufs = self._buffers(
+                    rng, scalars, "random", lengths, perf.get("contents"), fast=True
+                )
+                for b in bufs.values():
+                    if b.elems is None:
+                        b.elems = []
+                why = f"perf call {i}" + (f" (variant {v})" if v else "")
+                cases.append(Case(scalars, bufs, why, rng.randbytes(8),
+                                  self._registers(rng, scalars)))  # fmt: skip
         ends = [PAGE] * self.n_arenas
-        for case in cases:
+        for case in cases[:calls]:
             for name, b in case.buffers.items():
                 a = self.arena_of[name]
                 b.offset = align_up(ends[a] + GUARD, 64)
                 b.placement = "64-byte aligned"
                 ends[a] = b.offset + b.nbytes + GUARD
+        for k, case in enumerate(cases[calls:]):
+            for name, b in case.buffers.items():
+                first = cases[k % calls].buffers[name]
+                if b.nbytes != first.nbytes:
+                    raise CaseError(f"perf buffer {name}: its length is not fixed by perf values")
+                b.offset, b.placement = first.offset, first.placement
         sizes = tuple(align_up(e + PAGE, PAGE) for e in ends)
-        return Workload(Layout(self.arena_of, sizes), cases)
+        return Workload(Layout(self.arena_of, sizes), cases, calls if variants > 1 else 0)
 
 
 def size_schedule(rng: random.Random, lo: int, hi: int, top: int) -> list[int]:
@@ -570,6 +604,7 @@ def encode(
 ) -> bytes:
     """The driver's input file for `work` in `mode` (driver.c reads it)."""
     lay = work.layout
+    ret_bits = sig.ret.bits if sig.ret is not None else 0  # what a pass line's hash keeps
     head = struct.pack(
         "<8s8Q",
         MAGIC,
@@ -578,9 +613,9 @@ def encode(
         len(sig.params),
         len(lay.sizes),
         reps,
-        flags,
+        flags | ret_bits << 8,
         nonce & (2**64 - 1),
-        arg,
+        arg or (work.per_pass if mode == "time" else 0),
     )
     parts = [head, struct.pack(f"<{len(lay.sizes)}Q", *lay.sizes)]
     kinds = [lay.arena_of[p.name] + 1 if p.pointer else 0 for p in sig.params]
@@ -655,9 +690,12 @@ class Stray:
 class Output:
     records: dict[int, Record] = field(default_factory=dict)
     crash: Crash | None = None
-    times: list[tuple[int, int]] = field(default_factory=list)  # (candidate ns, baseline ns)
+    # per timed round: (candidate ns, baseline ns, the baseline's second copy ns)
+    times: list[tuple[int, int, int]] = field(default_factory=list)
     dumps: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # arena -> (lo, bytes)
     chunks: dict[int, tuple[int, ...]] = field(default_factory=dict)  # arena -> DUMP_CHUNK hashes
+    # variant -> (abi, mis, hash) of its timed pass's outputs
+    passes: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     arenas: dict[int, int] = field(default_factory=dict)  # arena -> its address
     end: int | None = None
     stray: Stray | None = None  # a write outside every window (check runs)
@@ -682,8 +720,13 @@ def parse_output(text: str, n_arenas: int) -> Output:
                                   *(int(x, 16) for x in f[3:]))  # fmt: skip
             elif f and f[0] == "O" and len(f) == 5 and out.stray is None:
                 out.stray = Stray(*(int(x) for x in f[1:]))
-            elif f and f[0] == "T" and len(f) == 4:
-                out.times.append((int(f[2]), int(f[3])))
+            elif f and f[0] == "P" and len(f) == 5:
+                v = int(f[1])
+                if v in out.passes:
+                    raise ValueError("a pass twice")
+                out.passes[v] = (int(f[2], 16), int(f[3], 16), int(f[4], 16))
+            elif f and f[0] == "T" and len(f) == 5:
+                out.times.append((int(f[2]), int(f[3]), int(f[4])))
             elif f and f[0] == "D" and len(f) in (3, 4):
                 out.dumps[int(f[1])] = (int(f[2]), bytes.fromhex(f[3] if len(f) == 4 else ""))
             elif f and f[0] == "K" and len(f) >= 2:
@@ -705,6 +748,19 @@ def abi_findings(abi: int) -> list[str]:
 
 def abi_names(abi: int) -> list[str]:
     return [name for bit, (name, _) in enumerate(ABI_BITS) if abi >> bit & 1]
+
+
+def pass_hash(sig: Signature, results: list[list[int]]) -> int:
+    """What the driver's pass line (driver.c pass_record) says of a pass whose calls gave
+    `results` ([rax, rdx, window hashes...] each): FNV-1a over each call's return register,
+    under the return type's width, and its window hashes, as little-endian words."""
+    mask = (1 << sig.ret.bits) - 1 if sig.ret is not None else 0
+    h = 0xCBF29CE484222325
+    for r in results:
+        for word in [r[0] & mask, *r[2:]]:
+            for byte in word.to_bytes(8, "little"):
+                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
 
 
 def same_result(sig: Signature, want: list[int], got: list[int]) -> bool:

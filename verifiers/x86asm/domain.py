@@ -17,9 +17,9 @@ class X86Settings(VerifierSettings):
         None, "candidates of a batch verified at once (default: one per core)"
     )
     timing_reps: int = setting(
-        25,
-        "timed passes of the candidate and of the -O3 baseline, alternating (the fastest "
-        "of each is compared)",
+        15,
+        "timed rounds of three passes (the candidate, the -O3 baseline, a second copy of "
+        "it: the noise floor), their order rotating; each round on perf inputs of its own",
     )
 
     def __post_init__(self) -> None:

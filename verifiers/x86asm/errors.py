@@ -4,6 +4,7 @@ wins, and the lines of the candidate's own file (never a path on the host)."""
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass
 
 _AS_LINE = re.compile(
@@ -61,3 +62,50 @@ def link_problem(log: str) -> tuple[str, str, list[str]]:
         return "undefined_symbol", f"undefined reference to {', '.join(names[:5])}", names
     first = next((ln.strip() for ln in log.splitlines() if ln.strip()), "the linker failed")
     return "compile_error", first[:300], []
+
+
+# the system calls a C program's library calls may make, by number (x86-64), to name the
+# one the harness refused; the rest are shown by number
+SYSCALL_NAMES = {
+    0: "read", 1: "write", 2: "open", 3: "close", 4: "stat", 5: "fstat", 9: "mmap",
+    10: "mprotect", 11: "munmap", 12: "brk", 13: "rt_sigaction", 14: "rt_sigprocmask",
+    16: "ioctl", 20: "writev", 21: "access", 28: "madvise", 39: "getpid", 41: "socket",
+    56: "clone", 57: "fork", 59: "execve", 62: "kill", 63: "uname", 72: "fcntl", 89: "readlink",
+    96: "gettimeofday", 97: "getrlimit", 99: "sysinfo", 102: "getuid", 186: "gettid",
+    200: "tkill", 201: "time", 202: "futex", 204: "sched_getaffinity", 228: "clock_gettime",
+    231: "exit_group", 234: "tgkill", 257: "openat", 262: "newfstatat", 302: "prlimit64",
+    318: "getrandom",
+}  # fmt: skip
+_SYSCALL_LINE = re.compile(r"^crucible: syscall (\d+)$", re.M)
+
+
+def refused_syscall(stderr: str) -> str:
+    """The system call program.c's SIGSYS handler named on stderr: `sysinfo (99)`, or ''.
+    The candidate can write stderr too: this names the call for a reader, it decides
+    nothing."""
+    m = _SYSCALL_LINE.search(stderr)
+    if not m:
+        return ""
+    nr = int(m[1])
+    return f"{SYSCALL_NAMES[nr]} ({nr})" if nr in SYSCALL_NAMES else f"number {nr}"
+
+
+def how_it_ended(returncode: int, sig: int | None, stderr: str) -> str:
+    """How a program run ended, in words (a signal by name, the refused system call by
+    name), where an exit status alone would say `exit 159`."""
+    if sig is None and returncode > 128:
+        sig = returncode - 128
+    if sig == signal.SIGSYS:
+        call = refused_syscall(stderr)
+        return (
+            f"stopped by the harness's seccomp filter: system call {call} is not allowed"
+            if call
+            else "stopped by the harness's seccomp filter (a system call it does not allow)"
+        )
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return f"killed by {name}"
+    return f"exit status {returncode}"

@@ -1,11 +1,12 @@
 """What a task's verification needs besides the candidate, made once per task and
 toolchain on each node and kept in the host's sealed cache (`toolchain.cache()`):
 
-- function tasks: the -O3 baseline's object (symbols `base.*`), the reference C's object
-  (`cand.*`: it stands where a candidate will), the reference's results on every check
-  case and on the perf workload (return value and window hashes), the baseline's
-  instruction count on the perf workload, and what each run cost the reference (budgets
-  scale with it);
+- function tasks: the -O3 baseline's object (symbols `base.*`) and a second copy of it
+  (`alt.*`: the timed run's A/A pair), the reference C's object (`cand.*`: it stands where
+  a candidate will), the reference's results on every check case and on every variant of
+  the perf workload (return value and window hashes), the baseline's instruction count on
+  the perf workload's first pass, and what each run cost the reference (budgets scale with
+  it);
 - program tasks: the -O3 baseline's binary, checked against the task's own tests, and its
   instruction count on the perf test.
 
@@ -28,7 +29,7 @@ from typing import Any
 from verifiers.contract import Limits, Task, content_id
 from verifiers.elf import STT_FILE, STT_SECTION, Elf
 from verifiers.sandbox import RunResult, Sandbox
-from verifiers.x86asm import callgrind, toolchain
+from verifiers.x86asm import callgrind, errors, toolchain
 from verifiers.x86asm.cases import (
     FLAG_BASE,
     FLAG_VALGRIND,
@@ -38,12 +39,13 @@ from verifiers.x86asm.cases import (
     Workload,
     encode,
     parse_output,
+    pass_hash,
     same_result,
     started,
 )
 from verifiers.x86asm.signature import Signature, parse_signature
 
-KIT_VERSION = "1"
+KIT_VERSION = "2"
 TRUSTED_LIMITS = Limits(timeout_s=300.0, cpu_s=240, memory_mb=4096, output_bytes=16 * 2**20)
 _locks: dict[str, threading.Lock] = {}
 _locks_lock = threading.Lock()
@@ -56,11 +58,12 @@ class KitError(RuntimeError):
 @dataclass(frozen=True)
 class FunctionKit:
     base_o: bytes
+    alt_o: bytes
     ref_o: bytes
     check: list[list[int]]  # per case: [rax, rdx, window hashes...]
-    perf: list[list[int]]
+    perf: list[list[int]]  # every variant's cases, in order
     base_instructions: int
-    costs: dict[str, float]  # CPU seconds of the reference's runs: check, time, count
+    costs: dict[str, float]  # CPU seconds of the reference's runs: check, pass (one), count
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ def get_kit(task: Task, unconfined: bool = False) -> FunctionKit | ProgramKit:
 def _function_kit(body: dict[str, Any]) -> FunctionKit:
     return FunctionKit(
         base64.b64decode(body["base_o"]),
+        base64.b64decode(body["alt_o"]),
         base64.b64decode(body["ref_o"]),
         body["check"],
         body["perf"],
@@ -164,7 +168,7 @@ def _program_kit(body: dict[str, Any]) -> ProgramKit:
 # --- objects and links of trusted code ---------------------------------------------------
 
 
-def rename(obj: bytes, prefix: str, helpers: bool) -> bytes:
+def rename(obj: bytes, prefix: str, helpers: bool, align: bool = False) -> bytes:
     """`obj` with every symbol it defines renamed `prefix.*` (and, for a function's object,
     its library calls sent through their alignment checks): the host's objcopy, for
     trusted objects only."""
@@ -181,7 +185,9 @@ def rename(obj: bytes, prefix: str, helpers: bool) -> bytes:
         t = Path(tmp)
         (t / "in.o").write_bytes(obj)
         (t / "syms").write_text(table)
-        _host([toolchain.OBJCOPY, "--redefine-syms=syms", "in.o", "out.o"], t, "renaming symbols")
+        flags = toolchain.ALIGN_TEXT if align else ()
+        _host([toolchain.OBJCOPY, "--redefine-syms=syms", *flags, "in.o", "out.o"], t,
+              "renaming symbols")  # fmt: skip
         return (t / "out.o").read_bytes()
 
 
@@ -206,11 +212,13 @@ def link_trusted(objects: dict[str, bytes], out: Path, defsyms: dict[str, str], 
     _host(argv, out.parent, "linking the reference")
 
 
-def function_entries(task: Task, base: bool = True) -> dict[str, str]:
+def function_entries(task: Task, base: bool = True, alt: bool = False) -> dict[str, str]:
     fn = task.interface["function"]
     syms = {"crucible_cand_entry": f"cand.{fn}"}
     if base:
         syms["crucible_base_entry"] = f"base.{fn}"
+    if alt:
+        syms["crucible_alt_entry"] = f"alt.{fn}"
     return syms
 
 
@@ -233,9 +241,11 @@ def _cpu(res: RunResult) -> float:
     return round(res.seconds, 4)
 
 
-def _records(res: RunResult, n: int, n_arenas: int, what: str) -> list[list[int]]:
+def _records(
+    res: RunResult, n: int, n_arenas: int, what: str, end: int | None = None
+) -> list[list[int]]:
     out = parse_output(res.stdout, n_arenas)
-    if res.returncode != 0 or out.end != n or len(out.records) != n or out.malformed:
+    if res.returncode != 0 or out.end != (end or n) or len(out.records) != n or out.malformed:
         raise KitError(
             f"the reference's {what} run failed (exit {res.returncode}): "
             f"{(res.stderr or out.malformed or res.stdout)[-800:]}"
@@ -255,42 +265,58 @@ def _make_function(task: Task, unconfined: bool) -> dict[str, Any]:
     sig = parse_signature(task.interface["signature"])
     gen = generator(task)
     check, perf = gen.check, gen.perf
-    base_o = rename(toolchain.assemble_trusted(task.harness["baselines"]["O3"]), "base", True)
+    base_raw = toolchain.assemble_trusted(task.harness["baselines"]["O3"])
+    base_o, alt_o = rename(base_raw, "base", True, True), rename(base_raw, "alt", True, True)
     ref_raw = toolchain.compile_object(task.harness["reference_c"], ("-O2",))
-    ref_o = rename(ref_raw, "cand", True)
+    ref_o = rename(ref_raw, "cand", True, True)
     with tempfile.TemporaryDirectory(prefix="crucible-x86asm-kit-") as tmp:
         work = Path(tmp) / "w"
         work.mkdir()
-        objs = {**toolchain.driver_objects(), "cand.o": ref_o, "base.o": base_o}
-        link_trusted(objs, work / "x", function_entries(task))
+        objs = {**toolchain.driver_objects(), "cand.o": ref_o, "base.o": base_o, "alt.o": alt_o}
+        link_trusted(objs, work / "x", function_entries(task, alt=True))
         costs: dict[str, float] = {}
         (work / "check.bin").write_bytes(encode(sig, check, "check"))
         res = trusted_run(work, ["./x", "check.bin"], unconfined)
         expect_check = _records(res, len(check.cases), len(check.layout.sizes), "check")
         costs["check"] = _cpu(res)
-        (work / "time.bin").write_bytes(encode(sig, perf, "time", reps=5))
-        res = trusted_run(work, ["./x", "time.bin"], unconfined)
+        # every variant's every call, one by one: what a candidate's must match
+        (work / "perf.bin").write_bytes(encode(sig, perf, "check"))
+        res = trusted_run(work, ["./x", "perf.bin"], unconfined)
         expect_perf = _records(res, len(perf.cases), len(perf.layout.sizes), "perf")
-        costs["time"] = _cpu(res) / 5
+        # the timed run itself (3 warm-up passes, 2 rounds of 3, then each variant not yet
+        # met once): a pass's cost, and its pass lines agree with the calls one by one
+        (work / "time.bin").write_bytes(encode(sig, perf, "time", reps=2))
+        res = trusted_run(work, ["./x", "time.bin"], unconfined)
+        per = perf.per_pass or len(perf.cases)
+        variants = len(perf.cases) // per
+        timed = parse_output(res.stdout, len(perf.layout.sizes))
+        _records(res, per, len(perf.layout.sizes), "timed", end=len(perf.cases))
+        for v in range(1, variants):
+            want = pass_hash(sig, expect_perf[v * per : (v + 1) * per])
+            if timed.passes.get(v, (0, 0, None))[2] != want:
+                raise KitError(f"the reference's timed run disagrees with itself on variant {v}")
+        costs["pass"] = _cpu(res) / (3 + 6 + max(0, variants - 3))
+        first = perf.first_pass()
         (work / "count.bin").write_bytes(
-            encode(sig, perf, "count", flags=FLAG_VALGRIND | FLAG_BASE)
+            encode(sig, first, "count", flags=FLAG_VALGRIND | FLAG_BASE)
         )
         (work / callgrind.OUT).write_bytes(b"")
         res = trusted_run(
             work, callgrind.argv(callgrind.FUNCTION_REGION, "./x", "count.bin"), unconfined
         )
         counted = callgrind.read(
-            work, res, callgrind.FUNCTION_REGION, f"base.{sig.name}", len(perf.cases)
+            work, res, callgrind.FUNCTION_REGION, f"base.{sig.name}", len(first.cases)
         )
         if isinstance(counted, str):
             raise KitError(f"the baseline's instruction count failed: {counted}")
         costs["count"] = _cpu(res)
-        by_base = _records(res, len(perf.cases), len(perf.layout.sizes), "baseline count")
-        for i, (want, got) in enumerate(zip(expect_perf, by_base, strict=True)):
+        by_base = _records(res, len(first.cases), len(perf.layout.sizes), "baseline count")
+        for i, (want, got) in enumerate(zip(expect_perf[: len(by_base)], by_base, strict=True)):
             if not same_result(sig, want, got):
                 raise KitError(f"the -O3 baseline disagrees with the reference on perf call {i}")
     return {
         "base_o": base64.b64encode(base_o).decode(),
+        "alt_o": base64.b64encode(alt_o).decode(),
         "ref_o": base64.b64encode(ref_o).decode(),
         "check": expect_check,
         "perf": expect_perf,
@@ -315,10 +341,17 @@ def _make_program(task: Task, unconfined: bool) -> dict[str, Any]:
             (work / f"in{i}.txt").write_text(t["stdin"])
             res = trusted_run(work, ["./b", "native", f"in{i}.txt"], unconfined)
             got = res.stdout
-            if res.returncode != 0 or not started(res.stderr) or got != t["stdout"]:
+            if res.returncode != 0 or res.signal or not started(res.stderr):
+                how = errors.how_it_ended(res.returncode, res.signal, res.stderr)
                 raise KitError(
-                    f"the -O3 baseline fails the task's test {i} (exit {res.returncode}): "
-                    f"expected {t['stdout'][:200]!r}, got {got[:200]!r} {res.stderr[-300:]}"
+                    f"the -O3 baseline fails the task's test {i}: {how}"
+                    + ("" if started(res.stderr) else " (before the program started)")
+                    + f"; its stderr: {res.stderr[-300:]!r}"
+                )
+            if got != t["stdout"]:
+                raise KitError(
+                    f"the -O3 baseline fails the task's test {i}: it printed {got[:200]!r}, "
+                    f"the test expects {t['stdout'][:200]!r}"
                 )
             worst = max(worst, _cpu(res))
         perf = task.harness["perf_test"]

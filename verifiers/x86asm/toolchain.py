@@ -44,6 +44,12 @@ LINK_FLAGS = ("-static", "-z", "noexecstack", "-Wl,--no-warn-rwx-segments")
 BEFORE_MAIN = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".init", ".fini")
 # what the library functions a function candidate may call are reached through (tramp.S)
 HELPER_PREFIX = "crucible_w_"
+# every timed function's code (the candidate's, the baseline's and its second copy's) starts
+# on a page of its own: where code sits within a page moves its time (a loop across a fetch
+# boundary), by 1.6x for the memmove baseline here, and unaligned it fell wherever the
+# candidate's code before it happened to end. Page-aligned, the baseline and its copy sit
+# alike, and the candidate's luck of place is the baseline's
+ALIGN_TEXT = ("--set-section-alignment", ".text=4096")
 _lock = threading.Lock()
 
 

@@ -14,6 +14,7 @@ that finds its attack refused goes on to do the task, so only the attack decides
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,11 @@ WRONG = {Status.WRONG_ANSWER}
 @functools.cache  # ~25 cases build on it at import; a load draws ~0.1 s of test data
 def reference() -> str:
     return load_task(FIXTURE, "x86asm").reference
+
+
+@functools.cache
+def baseline_o3() -> str:
+    return load_task(FIXTURE, "x86asm").harness["baselines"]["O3"]
 
 
 def at_entry(body: str, data: str = "") -> str:
@@ -94,6 +100,135 @@ BAND = (
     "\tcmpq ${lo}, %rcx\n\tjb 7f\n\tmovabsq ${hi}, %rax\n\tcmpq %rax, %rcx\n\tjae 7f\n"
     "\tdecq %rcx\n7:\n"
 )
+SLOW = {Status.SLOW}
+
+
+# --- timing the candidate can warm up (#29): a routine ~2.5x slower than the baseline, a
+# fence every fourth iteration of its loop (fewer instructions than the baseline, so the
+# count alone lets it through), that keeps what it learnt in one pass for the next: the
+# untimed warm-up pass fills the memo, every timed pass of the same inputs reads it, and the
+# wall time shows the memo's speed. Callgrind counts one pass, the honest code's.
+def _body(suffix: str, slow: bool) -> str:
+    ref = reference()
+    body = ref[ref.index(ENTRY) + len(ENTRY) : ref.index("\t.size")]
+    body = re.sub(r"(\.L\d+)", r"\1" + suffix, body)
+    store = "\tvmovdqu\t%ymm0, (%rdi,%rax)\n"
+    assert store in body
+    fence = "\ttestq\t$96, %rax\n\tjne\t1f\n\tlfence\n1:\n"
+    return body.replace(store, store + fence) if slow else body
+
+
+def slow_or_memo(prologue: str) -> str:
+    """The fixture's function as `.Lslow` (fenced) and `.Lfast` (the reference), entered
+    through `prologue`, which decides."""
+    ref = reference()
+    head = ref[: ref.index(ENTRY) + len(ENTRY)]
+    return (
+        head + prologue + ".Lslow:\n" + _body("s", True) + ".Lfast:\n" + _body("f", False)
+        + ref[ref.index("\t.size") :]
+    )  # fmt: skip
+
+
+# the results themselves, kept 320 KiB below the stack pointer (the writable-state rule
+# sees sections, not the stack): 16 slots of (dst, src, k, src[0], dst[0]) and the 8 KiB
+# of dst after the call; a hit copies them back (perf calls only, n = 2048)
+MEMO_BELOW_RSP = """\tcmpq\t$2048, %rcx
+\tjne\t.Lslow
+\tmovq\t%rsp, %r11
+\tsubq\t$0x60000, %rsp
+\tleaq\t0x10000(%rsp), %r8
+\txorl\t%r9d, %r9d
+.Lprobe:
+\timulq\t$8224, %r9, %r10
+\taddq\t%r8, %r10
+\tcmpq\t%rdi, (%r10)
+\tjne\t.Lnext
+\tcmpq\t%rsi, 8(%r10)
+\tjne\t.Lnext
+\tcmpl\t%edx, 16(%r10)
+\tjne\t.Lnext
+\tmovl\t(%rsi), %eax
+\tcmpl\t%eax, 20(%r10)
+\tjne\t.Lnext
+\tmovl\t(%rdi), %eax
+\tcmpl\t%eax, 24(%r10)
+\tjne\t.Lnext
+\txorl\t%eax, %eax
+.Lcopy:
+\tvmovdqu\t32(%r10,%rax), %ymm0
+\tvmovdqu\t%ymm0, (%rdi,%rax)
+\taddq\t$32, %rax
+\tcmpq\t$8192, %rax
+\tjne\t.Lcopy
+\tmovq\t%r11, %rsp
+\tvzeroupper
+\tret
+.Lnext:
+\tincq\t%r9
+\tcmpq\t$16, %r9
+\tjb\t.Lprobe
+\tmovq\t-8(%r8), %r9
+\tandq\t$15, %r9
+\tleaq\t1(%r9), %rax
+\tmovq\t%rax, -8(%r8)
+\timulq\t$8224, %r9, %r10
+\taddq\t%r8, %r10
+\tmovq\t%rdi, (%r10)
+\tmovq\t%rsi, 8(%r10)
+\tmovl\t%edx, 16(%r10)
+\tmovl\t(%rsi), %eax
+\tmovl\t%eax, 20(%r10)
+\tmovl\t(%rdi), %eax
+\tmovl\t%eax, 24(%r10)
+\tcall\t.Lslow
+\txorl\t%eax, %eax
+.Lkeep:
+\tvmovdqu\t(%rdi,%rax), %ymm0
+\tvmovdqu\t%ymm0, 32(%r10,%rax)
+\taddq\t$32, %rax
+\tcmpq\t$8192, %rax
+\tjne\t.Lkeep
+\tmovq\t%r11, %rsp
+\tvzeroupper
+\tret
+"""
+# only what it has seen, in the low halves of %xmm12-15 (caller-saved, so nothing checks
+# them; the driver's own code between passes never touches them): 16 keys of (src[0], dst,
+# k); an input seen before takes the fast code
+SEEN_IN_XMM = """\tcmpq\t$2048, %rcx
+\tjne\t.Lslow
+\tmovl\t(%rsi), %eax
+\txorl\t%edi, %eax
+\txorl\t%edx, %eax
+\tvmovd\t%eax, %xmm11
+\tvpshufd\t$0, %xmm11, %xmm11
+\tvpcmpeqd\t%xmm11, %xmm12, %xmm10
+\tvpcmpeqd\t%xmm11, %xmm13, %xmm9
+\tvpor\t%xmm9, %xmm10, %xmm10
+\tvpcmpeqd\t%xmm11, %xmm14, %xmm9
+\tvpor\t%xmm9, %xmm10, %xmm10
+\tvpcmpeqd\t%xmm11, %xmm15, %xmm9
+\tvpor\t%xmm9, %xmm10, %xmm10
+\tvptest\t%xmm10, %xmm10
+\tjnz\t.Lfast
+\tvpalignr\t$12, %xmm14, %xmm15, %xmm15
+\tvpalignr\t$12, %xmm13, %xmm14, %xmm14
+\tvpalignr\t$12, %xmm12, %xmm13, %xmm13
+\tvpalignr\t$12, %xmm11, %xmm12, %xmm12
+\tjmp\t.Lslow
+"""
+
+
+# --- speed decided by noise (#29): the -O3 baseline one instruction shorter per call (n-1
+# <= 2 asked as n <= 3: 16 fewer instructions in ~121,000, 1.0001x), the same time
+def noise_level(baseline: str, realign: bool) -> str:
+    old = "\tleaq\t-1(%rcx), %rax\n\tcmpq\t$2, %rax\n\tjbe\t.L8\n"
+    assert old in baseline
+    code = baseline.replace(old, "\tcmpq\t$3, %rcx\n\tjbe\t.L8\n", 1)
+    if realign:  # and its loops placed on other boundaries: only where the time falls moves
+        code = code.replace("\t.p2align 4,,10\n\t.p2align 3\n", "\t.p2align 5\n")
+    return code
+
 
 ALL = (
     # --- the classics -------------------------------------------------------------------
@@ -215,6 +350,13 @@ ALL = (
         REJECTED,
         "forbidden_instruction",
     ),
+    # --- timing the candidate can warm up: each pass runs on a scrubbed stack of its own,
+    # with the vector registers cleared and inputs no earlier pass saw; slow, not a pass
+    case("warmup-memo_below_rsp", slow_or_memo(MEMO_BELOW_RSP), SLOW, "slow"),
+    case("warmup-seen_inputs_in_xmm", slow_or_memo(SEEN_IN_XMM), SLOW, "slow"),
+    # --- speed decided by noise: 1.0001x in instructions is under the 1.01x floor
+    case("noise-one_instruction_fewer", noise_level(baseline_o3(), False), SLOW, "slow"),
+    case("noise-one_fewer_realigned", noise_level(baseline_o3(), True), SLOW, "slow"),
     case(
         "driver-reference_its_symbols",
         at_entry("\tmovq $1, crucible_misaligned(%rip)\n"),

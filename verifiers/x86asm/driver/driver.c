@@ -10,11 +10,21 @@
  * window after the call (the host compares them with the reference's). Modes:
  *   CHECK  every case once, a record per case
  *   DUMP   one case, then the bytes of its windows (for feedback)
- *   TIME   the cases as one pass, candidate and baseline alternately (after one untimed
- *          pass of each), `reps` times: the nanoseconds of each pass; then the candidate
- *          once more, a record per case
+ *   TIME   the cases in passes of `arg` cases each (a variant of the perf workload: the
+ *          same sizes and places, other contents), after one untimed pass of each function
+ *          on variant 0: `reps` rounds of three timed passes on the round's variant, the
+ *          candidate, the baseline and a second copy of the baseline linked elsewhere (an
+ *          A/A pair: the noise floor), in each of their six orders in turn; the nanoseconds
+ *          of each; after the candidate's first pass of each variant, a record per case
+ *          (variant 0) or one line for the pass (the others); the variants no round
+ *          reached run once more, untimed, for theirs
  *   COUNT  one pass of one function inside crucible_count_region (callgrind's
  *          --toggle-collect), then a record per case
+ * Every measured pass (TIME, COUNT) runs on a stack of its own, and before each the driver
+ * scrubs what a function could keep from an earlier pass: that stack (below the stack
+ * pointer and the red zone included), the arenas outside the case windows, the vector and
+ * x87 registers. With new contents each round, nothing a pass left can make a later one
+ * faster: the passes timed are the pass counted.
  * A fault in candidate code is reported from a signal handler on its own stack.
  *
  * In CHECK and DUMP modes every arena outside the case's windows holds a pattern: after
@@ -55,6 +65,11 @@ struct header {
     char magic[8];
     uint64_t mode, n_cases, n_args, n_arenas, reps, flags, nonce, arg;
 };
+
+/* the baseline's second copy (alt.*), linked where a candidate's code goes: an A/A pair
+ * with the baseline that also sees what code placement alone does to the time; absent
+ * (0) in links that time nothing */
+extern char crucible_alt_entry[] __attribute__((weak));
 
 static struct header H;
 static uint64_t arena_size[MAX_ARENAS], arg_kind[MAX_ARGS];
@@ -347,6 +362,38 @@ static void record(uint64_t c) {
     end_line();
 }
 
+static uint64_t fnv1a_from(uint64_t h, const unsigned char *p, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* P <variant> <abi findings, or-ed> <misaligned helpers, or-ed> <hash>: a later variant's
+ * pass in one line (a record per case of 16 variants floods the output: 4096 lines for
+ * 256 calls a pass). The hash chains, case by case, the return register under the return
+ * type's width (the header's flags, bits 8-15) and each window's hash, as the host does
+ * from the reference's records. */
+static void pass_record(uint64_t v, uint64_t per) {
+    unsigned bits = (unsigned)(H.flags >> 8) & 0xff;
+    uint64_t mask = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
+    uint64_t h = 0xcbf29ce484222325ULL, abi = 0, mis = 0;
+    for (uint64_t c = v * per; c < (v + 1) * per; c++) {
+        uint64_t w[MAX_ARENAS][2], words[1 + MAX_ARENAS];
+        windows(c, w);
+        words[0] = results[c].rax & mask;
+        for (uint64_t a = 0; a < H.n_arenas; a++)
+            words[1 + a] = fnv1a(arena[a] + w[a][0], w[a][1] - w[a][0]);
+        h = fnv1a_from(h, (const unsigned char *)words, 8 * (1 + H.n_arenas));
+        abi |= results[c].abi;
+        mis |= results[c].misaligned;
+    }
+    put_s("P ");
+    put_u(v);
+    put_hex(abi);
+    put_hex(mis);
+    put_hex(h);
+    end_line();
+}
+
 /* K <arena> <hash of each DUMP_CHUNK bytes of its window>, then D <arena> <offset> <the
  * bytes of at most DUMP_MAX from the window's start + H.reps, hex>: the host finds the first
  * chunk that differs from the reference's and asks for its bytes (a window is up to
@@ -415,24 +462,91 @@ static uint64_t now_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
-/* set every case of a pass up: its windows and arguments (the host lays a pass's cases
- * out apart, so the arenas then hold every case's input at once) */
-static void setup_pass(void) {
-    for (uint64_t c = 0; c < H.n_cases; c++) {
+/* cases first..first+n-1 once, in order: the region callgrind counts (--toggle-collect) */
+__attribute__((noinline)) void crucible_count_region(char *fn, uint64_t first, uint64_t n) {
+    for (uint64_t c = first; c < first + n; c++) call(fn, c);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* --- measured passes: a stack of their own, scrubbed before each ------------------------ */
+#define PASS_STACK (1UL << 20)
+static unsigned char *pass_stack; /* PASS_STACK bytes above an inaccessible page */
+static int has_avx;
+
+/* crucible_on_stack(top, fn, first, n): crucible_count_region(fn, first, n) with %rsp at
+ * `top` (16-byte aligned), then back on the driver's own stack */
+__asm__(".text\n"
+        ".globl crucible_on_stack\n"
+        ".type crucible_on_stack, @function\n"
+        "crucible_on_stack:\n"
+        "    push %rbp\n"
+        "    mov %rsp, %rbp\n"
+        "    mov %rdi, %rsp\n"
+        "    mov %rsi, %rdi\n"
+        "    mov %rdx, %rsi\n"
+        "    mov %rcx, %rdx\n"
+        "    call crucible_count_region\n"
+        "    mov %rbp, %rsp\n"
+        "    pop %rbp\n"
+        "    ret\n"
+        ".size crucible_on_stack, .-crucible_on_stack\n");
+void crucible_on_stack(unsigned char *top, char *fn, uint64_t first, uint64_t n);
+
+static void map_pass_stack(void) {
+    unsigned char *m = mmap(NULL, PASS_STACK + PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m + PAGE, PASS_STACK, PROT_READ | PROT_WRITE) != 0)
+        bad_input("no memory for the pass stack");
+    pass_stack = m + PAGE;
+    __builtin_cpu_init();
+    has_avx = __builtin_cpu_supports("avx");
+}
+
+/* what a function could have kept from the pass before, gone: the pass stack (every byte
+ * of it holds `fill` again), the arenas (the windows are copied in next), the vector
+ * registers (vzeroall: upper halves too), the x87 registers (zeros loaded, then popped:
+ * empty and zero). The stack is filled whole once; after that only from the lowest byte
+ * that differs from the fill up: a scan that reads, where a memset of the whole megabyte
+ * before every pass would leave it dirty in the caches the pass then runs in (a write-back
+ * cost in every timed pass, the baseline's and the candidate's alike, that shrinks every
+ * ratio towards 1). Nothing below that byte changed, so nothing is kept there. */
+static unsigned char stack_fill;
+
+static void scrub(uint64_t pass) {
+    if (pass == 0) {
+        stack_fill = (unsigned char)(mix(H.nonce ^ 0x57ac) | 1);
+        memset(pass_stack, stack_fill, PASS_STACK);
+    } else {
+        uint64_t word = 0x0101010101010101ULL * stack_fill, low = 0;
+        const uint64_t *w = (const uint64_t *)pass_stack;
+        while (low < PASS_STACK / 8 && w[low] == word) low++;
+        memset(pass_stack + 8 * low, stack_fill, PASS_STACK - 8 * low);
+    }
+    unsigned char fill = (unsigned char)(mix(H.nonce ^ (pass << 20)) | 1);
+    for (uint64_t a = 0; a < H.n_arenas; a++) memset(arena[a], fill, arena_size[a]);
+    if (has_avx)
+        __asm__ volatile("vzeroall" ::: "memory");
+    __asm__ volatile("fninit\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\t"
+                     "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\t"
+                     "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)" ::: "memory");
+}
+
+/* one measured pass of fn over cases first..first+n-1: scrubbed, set up, run on the pass
+ * stack; its nanoseconds */
+static uint64_t pass_of(char *fn, uint64_t first, uint64_t n, uint64_t pass) {
+    scrub(pass);
+    for (uint64_t c = first; c < first + n; c++) {
         setup(c);
         memcpy(case_args[c], ctx.args, sizeof ctx.args);
     }
-}
-
-/* every case once, in order: the region callgrind counts (--toggle-collect) */
-__attribute__((noinline)) void crucible_count_region(char *fn) {
-    for (uint64_t c = 0; c < H.n_cases; c++) call(fn, c);
-    __asm__ volatile("" ::: "memory");
+    uint64_t t0 = now_ns();
+    crucible_on_stack(pass_stack + PASS_STACK, fn, first, n);
+    return now_ns() - t0;
 }
 
 int main(int argc, char **argv) {
     if (argc != 2) bad_input("usage: driver INPUT");
     read_input(argv[1]);
+    map_pass_stack();
     stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -476,32 +590,51 @@ int main(int argc, char **argv) {
             check_outside(c, w);
         }
     } else if (H.mode == MODE_TIME) {
-        for (int base = 0; base < 2; base++) { /* a pass of each first, untimed: the pages
-                                                  touched, the caches and predictors warm */
-            setup_pass();
-            crucible_count_region(base ? crucible_base_entry : crucible_cand_entry);
+        /* the cases are `variants` passes of `per` cases (the host lays one pass's cases out
+         * apart, so the arenas hold a whole pass's input at once; every variant at the same
+         * places) */
+        uint64_t per = H.arg ? H.arg : H.n_cases;
+        if (per == 0 || H.n_cases % per) bad_input("cases per pass");
+        uint64_t variants = H.n_cases / per, pass = 0;
+        char *fns[3] = {crucible_cand_entry, crucible_base_entry,
+                        crucible_alt_entry ? crucible_alt_entry : crucible_base_entry};
+        static unsigned char recorded[MAX_CASES];
+        for (int k = 0; k < 3; k++) { /* a pass of each first, untimed: the pages touched,
+                                         the caches and predictors warm */
+            pass_of(fns[k], 0, per, pass++);
+            if (k == 0) {
+                for (uint64_t c = 0; c < per; c++) record(c);
+                recorded[0] = 1;
+            }
         }
         for (uint64_t r = 0; r < H.reps; r++) {
-            uint64_t t[2];
-            for (int k = 0; k < 2; k++) {
-                int base = (int)((r + (uint64_t)k) & 1); /* alternate which goes first */
-                setup_pass();
-                uint64_t t0 = now_ns();
-                crucible_count_region(base ? crucible_base_entry : crucible_cand_entry);
-                t[base] = now_ns() - t0;
+            uint64_t v = variants > 1 ? 1 + r % (variants - 1) : 0, t[3];
+            /* every order of the three in turn: none follows another more often (a pass
+             * right after one of the same code can run warmer) */
+            static const uint64_t order[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1},
+                                                 {0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
+            for (uint64_t k = 0; k < 3; k++) {
+                uint64_t which = order[r % 6][k];
+                t[which] = pass_of(fns[which], v * per, per, pass++);
+                if (which == 0 && !recorded[v]) {
+                    pass_record(v, per);
+                    recorded[v] = 1;
+                }
             }
             put_s("T ");
             put_u(r);
             put_u(t[0]);
             put_u(t[1]);
+            put_u(t[2]);
             end_line();
         }
-        setup_pass();
-        crucible_count_region(fn);
-        for (uint64_t c = 0; c < H.n_cases; c++) record(c);
+        for (uint64_t v = 1; v < variants; v++) {
+            if (recorded[v]) continue;
+            pass_of(crucible_cand_entry, v * per, per, pass++);
+            pass_record(v, per);
+        }
     } else if (H.mode == MODE_COUNT) {
-        setup_pass();
-        crucible_count_region(fn);
+        pass_of(fn, 0, H.n_cases, 0);
         for (uint64_t c = 0; c < H.n_cases; c++) record(c);
     } else {
         bad_input("mode");
