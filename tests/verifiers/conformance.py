@@ -235,8 +235,10 @@ class DomainFixtures:
         return None
 
     def writes_past_a_buffer(self) -> str | None:
-        """Right but for one store just outside an output buffer, only at sizes past the
-        task's own ranges: wrong_answer / out_of_bounds_write (red zones or a guard page)."""
+        """Right but for one store just outside a buffer it may write (past the end of an
+        output, where sizes matter only at sizes past the task's own ranges) or into memory
+        it owns none of: wrong_answer / out_of_bounds_write (red zones, painted memory or a
+        guard page)."""
         return None
 
     def hide_tool(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

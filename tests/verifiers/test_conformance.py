@@ -188,6 +188,9 @@ class TritonFixtures(_KernelFixtures):
     def wrong(self) -> str:
         return self._hostile().WRONG
 
+    def writes_past_a_buffer(self) -> str:
+        return self._hostile().STORE_MASK_DROPPED  # seen by the interpreter's trials here
+
     def hang(self) -> str:
         # in the kernel: only the interpreter's correctness run reaches it
         return self._relu().replace(
@@ -298,6 +301,11 @@ class EmbeddedFixtures(DomainFixtures):
 
     def forged_pass(self) -> str:
         return self._case("forge-prints_the_expected_transcript")
+
+    def writes_past_a_buffer(self) -> str:
+        from tests.adversarial.embedded.cases import EXACT
+
+        return next(c.code for c in EXACT if c.id == "oob-wild_store_into_free_ram")
 
     def infra_text(self) -> str:
         # on USART2, a port with nothing attached: the transcript the task checks stays the
