@@ -19,6 +19,7 @@ from flows.stages import PipelineSettings
 from tests.flows.lakeq import q
 from verifiers.catalog import load_task
 from verifiers.contract import Status, Verdict, content_id
+from verifiers.kernels.verifier import TritonVerifier
 from verifiers.registry import get_verifier
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +177,8 @@ def test_ingest_refuses_bad_lines_keeps_the_rest_and_is_idempotent(exchanged, tm
     assert "+gates:" in err
     full, err = pending(lake)
     assert {x["candidate"]["candidate_id"] for x in full} == set(by_id)
-    assert {r[3] for r in rows} == {"2+gates:parse,anticheat,compile,launch,correct"}
+    v = TritonVerifier.version
+    assert {r[3] for r in rows} == {f"{v}+gates:parse,anticheat,compile,launch,correct"}
 
 
 def test_ingest_needs_an_existing_lake_and_files(tmp_path):
