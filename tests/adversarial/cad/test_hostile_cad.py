@@ -61,6 +61,11 @@ TASK = Task(
 )  # fmt: skip
 
 HOSTILE_LIMITS = Limits(timeout_s=8, cpu_s=8, memory_mb=1024, fsize_mb=32)
+# the candidates that walk the disk wait on reads, which count against the wall clock and
+# not the CPU budget: with the two equal, a busy machine's wall ran out first (CPU 5.4 s of
+# 8, wall 8.0 s: machine_slow, the machine's label, twice in the full suite); with twice the
+# wall their own CPU budget ends them, the candidate's
+WALKER_LIMITS = Limits(timeout_s=16, cpu_s=8, memory_mb=1024, fsize_mb=32)
 
 # A checkout (or venv) under /tmp is bound read-only at its own path, so its top dir shows
 # in the sandbox's /tmp: the sandbox's, not a candidate's leftover.
@@ -147,7 +152,8 @@ RUNTIME = [c for c in ALL if c.runtime is not None]
 @pytest.mark.parametrize("case", RUNTIME, ids=[c.id for c in RUNTIME])
 def test_hostile_past_the_static_gate(raw, outside, case):
     """Bypasses the static gate on purpose: the script runs, the sandbox must hold."""
-    v = verify_settled(raw.verify, TASK, outside.fill(case.code), HOSTILE_LIMITS)
+    limits = WALKER_LIMITS if case.id.startswith("reference_reachable") else HOSTILE_LIMITS
+    v = verify_settled(raw.verify, TASK, outside.fill(case.code), limits)
     check(outside, v, case.runtime, raw)
     assert_no_host_writes()
     probe = raw.verify(TASK, CLEAN_PROBE)
