@@ -34,6 +34,12 @@ class KernelSettings(VerifierSettings):
         "(max(3 x Limits.timeout_s, this))",
     )
 
+    pch: bool = setting(
+        True,
+        "compile the C++ unit of load_inline extensions on a precompiled torch/extension.h "
+        "(built once per toolchain and flags, ~750 MB in cache_dir/pch)",
+    )
+
     def __post_init__(self) -> None:
         if self.device is not None and self.device not in DEVICES:
             raise SettingsError(

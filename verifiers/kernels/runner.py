@@ -768,7 +768,15 @@ class Runner:
             cm = CudaModule(job["cuda_src"], resources, limits, cubin, records)
             extra["cuda_kernel"] = cm.kernel
         self.state.update(problem=problem, small=small, records=records, device=device)
+        used: list[str] = []
+        if job.get("prebuilt"):  # the host built the load_inline calls it could read
+            from verifiers.kernels.build import prebuilt_loader
+
+            where = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or ".")
+            used = prebuilt_loader(job["prebuilt"], str(job.get("toolchain", "")), where)
         cand = load_module("crucible_candidate", job["code"], "candidate.py", extra)
+        if job.get("prebuilt"):
+            result["prebuilt_used"] = len(used)
         if job["domain"] == "triton":
             check_kernels(cand, job.get("kernels") or [])
         init_seed = job["init_seed"]

@@ -1087,15 +1087,80 @@ class CudaVerifier(KernelVerifier):
             )
             cached = " (cached)" if res.cached else ""
             return f"nvcc sm_90 cubin in {res.seconds:.2f}s{cached}: {kernels}"
-        # extension: the torch headers are needed; on a GPU load_inline builds it in the runner
-        if self.device == "cuda":
-            return "load_inline (built in the runner)"
-        from verifiers.kernels.extension import compile_only
+        # extension: built here, off the GPU and outside any GPU admission, when every
+        # load_inline call can be read from the source (`verifiers.kernels.build`)
+        from verifiers.kernels import build
 
-        detail = compile_only(ctx)
-        ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
-        ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
+        specs = build.inline_specs(ctx.code)
+        if specs is None:  # a call spelled at run time: load_inline builds in the runner
+            if self.device == "cuda":
+                return "load_inline (built in the runner: its arguments are made at run time)"
+            from verifiers.kernels.extension import compile_only
+
+            detail = compile_only(ctx)
+        else:
+            detail = self._build_inline(ctx, specs)
+        if self.device != "cuda":
+            ctx.state["skip_runner"] = True  # C++ launches cannot be dry-run
+            ctx.state["launch_note"] = "C++ launches of an extension are checked on the GPU only"
         return detail
+
+    def _build_inline(self, ctx: Context, specs: list[dict]) -> str:
+        """Every load_inline call built by the host (cached by content, the C++ unit on a
+        precompiled torch/extension.h); linked where this torch can (a GPU node), its
+        library handed to the runner in the job. A CPU node compiles every unit."""
+        from verifiers.kernels import build
+
+        link = self.device == "cuda" and build.torch_can_link()
+        builder = build.Builder(
+            ctx.limits, self.cache_dir, pch=self.settings.pch, timeout_s=EXTENSION_BUILD_S
+        )
+        prebuilt: dict[str, dict] = {}
+        report = []
+        for spec in specs:
+            res = builder.build(spec, link=link)
+            ctx.tool_seconds += res.seconds
+            report.append(
+                {
+                    "name": spec["name"],
+                    "seconds": round(res.seconds, 3),
+                    "cached": res.cached,
+                    "units_cached": res.units,
+                    "pch": res.pch,
+                }
+            )
+            ctx.metrics["extension_build"] = report
+            if res.timed_out:
+                raise GateFail(
+                    Status.TIMEOUT, "tool_timeout", f"the build of {spec['name']} did not finish"
+                )
+            if res.output_capped:  # the compilers' messages about its sources: a flood
+                raise GateFail(
+                    Status.RESOURCE_LIMIT,
+                    "output_limit",
+                    f"the compilers printed more than {ctx.limits.output_bytes} bytes about "
+                    f"{spec['name']}'s sources; stopped",
+                    feedback=res.log[-2000:],
+                )
+            if res.crashed:  # the compiler died: the toolchain's fault, retried
+                raise GateFail(
+                    Status.INFRA_ERROR, "tool_crash", f"the compiler crashed: {res.log[-300:]}"
+                )
+            if not res.ok:
+                raise nvcc_failure(res.log)
+            if res.library is not None:
+                key = build.spec_key(spec, build.toolchain())
+                so_b64 = base64.b64encode(res.library).decode()
+                prebuilt[key] = {"name": spec["name"], "so_b64": so_b64}
+        if link:
+            ctx.state["job_extra"] = {"prebuilt": prebuilt, "toolchain": build.toolchain()}
+        seconds = sum(r["seconds"] for r in report)
+        where = "built and linked" if link else "every unit compiled (no link on this node)"
+        cached = sum(bool(r["cached"]) or all(r["units_cached"].values()) for r in report)
+        return (
+            f"{len(specs)} load_inline extension(s) {where} for sm_90 in {seconds:.1f}s "
+            f"({cached} from the build cache)"
+        )
 
 
 def small_sizes(task: Task) -> dict:
