@@ -133,6 +133,11 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "feedback": vd.feedback[:300],
         "runner_seconds": vd.metrics.get("runner_seconds", {}),
         "nvcc_seconds": vd.metrics.get("nvcc_seconds"),
+        # #30: the GPU held alone, how the timing stopped, what the host built
+        "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
+        "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
+        "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
+        "extension_build": vd.metrics.get("extension_build"),
     }
 
 
@@ -143,6 +148,69 @@ def spread(tasks, n: int) -> list:
         mine = sorted((t for t in tasks if t.domain == domain), key=lambda t: t.name)
         step = max(1, len(mine) // max(1, n))
         out += mine[::step][:n]
+    return out
+
+
+def timing_ab(tasks, args, limits: Limits, cache: Path) -> dict:
+    """Each reference timed by a fixed-count verifier (today's), an adaptive one and the
+    fixed one again, interleaved per task: adaptive/fixed beside fixed/fixed (the noise
+    of timing the same code twice)."""
+    from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
+
+    kinds = {"cuda": CudaVerifier, "triton": TritonVerifier}
+    chosen = spread(tasks, args.timing_ab)
+    vs = {
+        (d, mode): kinds[d](cache_dir=cache, workers=2, timing=mode)
+        for d in kinds
+        for mode in ("fixed", "adaptive")
+    }
+    rows = []
+    print(f"\n== timing A/B: {len(chosen)} references, fixed / adaptive / fixed", flush=True)
+    for t in chosen:
+        ms = {}
+        for label, mode in (("fixed1", "fixed"), ("adaptive", "adaptive"), ("fixed2", "fixed")):
+            vd = vs[(t.domain, mode)].verify(t, t.reference, limits)
+            timing = vd.metrics.get("timing") or {}
+            ms[label] = vd.metrics.get("time_ms")
+            ms[label + "_reps"] = timing.get("reps")
+            ms[label + "_excl_s"] = vd.metrics.get("gpu_exclusive_s")
+        if None in (ms["fixed1"], ms["adaptive"], ms["fixed2"]):
+            continue
+        fixed = (ms["fixed1"] + ms["fixed2"]) / 2
+        rows.append(
+            {
+                "domain": t.domain,
+                "task": t.name,
+                **ms,
+                "adaptive_over_fixed": ms["adaptive"] / fixed,
+                "fixed_over_fixed": ms["fixed2"] / ms["fixed1"],
+            }
+        )
+        r = rows[-1]
+        print(
+            f"  {t.domain:6} {t.name:26} fixed {ms['fixed1']:.4f}/{ms['fixed2']:.4f} ms "
+            f"({ms['fixed1_reps']} reps) adaptive {ms['adaptive']:.4f} ms ({ms['adaptive_reps']} "
+            f"reps): a/f {r['adaptive_over_fixed']:.3f}, f/f {r['fixed_over_fixed']:.3f}",
+            flush=True,
+        )
+    for v in vs.values():
+        v.close()
+
+    def dev(xs):  # |log ratio|: how far from 1, either way
+        import math
+
+        return statistics.median(abs(math.log(x)) for x in xs) if xs else None
+
+    out = {
+        "rows": rows,
+        "median_abs_log_adaptive_over_fixed": dev([r["adaptive_over_fixed"] for r in rows]),
+        "median_abs_log_fixed_over_fixed": dev([r["fixed_over_fixed"] for r in rows]),
+    }
+    print(
+        f"  median |log ratio|: adaptive/fixed {out['median_abs_log_adaptive_over_fixed']}, "
+        f"fixed/fixed (noise) {out['median_abs_log_fixed_over_fixed']}",
+        flush=True,
+    )
     return out
 
 
@@ -192,6 +260,19 @@ def main() -> int:
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
+    p.add_argument(
+        "--warm-refs",
+        action="store_true",
+        help="verify every reference a second time, build caches warm: its latency",
+    )
+    p.add_argument(
+        "--timing-ab",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N references per domain timed fixed, adaptive and fixed again, interleaved: "
+        "adaptive/fixed against fixed/fixed (the noise)",
+    )
     p.add_argument("--kernelbench", metavar="PATH", help="KernelBench root: run its phase too")
     p.add_argument("--kb-problems", help="comma-separated level-1 stems (or `fixtures`)")
     p.add_argument("--kb-timeout-s", type=float, help="Limits.timeout_s for that phase")
@@ -294,10 +375,32 @@ def main() -> int:
         )
         print(f"  {domain}: {len(mine)} in {wall:.1f}s = {rate:.1f}/min", flush=True)
         save()
+    if args.warm_refs:
+        print(f"\n== references again, build caches warm: {len(tasks)}", flush=True)
+        for t in tasks:
+            vd = verifiers[t.domain].verify(t, t.reference, limits)
+            rows.append(row_of("references_warm", t, "catalog:reference", vd))
+        warm = [r for r in rows if r["phase"] == "references_warm"]
+        results["warm_median_s"] = {
+            d: statistics.median(r["seconds"] for r in warm if r["domain"] == d)
+            for d in sorted({r["domain"] for r in warm})
+        }
+        print(f"  median seconds a reference, warm: {results['warm_median_s']}", flush=True)
+        save()
+    if args.timing_ab:
+        results["timing_ab"] = timing_ab(tasks, args, limits, cache)
+        save()
     for v in verifiers.values():
         v.close()
 
     refs = [r for r in rows if r["phase"] == "references"]
+    excl = [r["gpu_exclusive_s"] for r in rows if r.get("gpu_exclusive_s") is not None]
+    if excl:
+        results["gpu_exclusive_median_s"] = statistics.median(excl)
+        print(
+            f"\nGPU held alone per timed candidate: median {statistics.median(excl):.4f}s, "
+            f"max {max(excl):.4f}s over {len(excl)}"
+        )
     print("\n== references")
     print(
         table(
