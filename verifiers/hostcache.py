@@ -7,6 +7,10 @@ cache is the host's alone: its dirs are 0700 and nothing of it is bound into a s
 every entry is verified on read: one file named by its key, holding the key and the body,
 sealed with an HMAC under a key only this host holds. An entry that fails any check is
 dropped (the caller rebuilds it). Writes are atomic (temp file, then rename). Stdlib only.
+
+An entry may also come from another host (a build node's compile, `seed`): its seal was
+that host's, so it is checked as a read checks it (the key, and every field the subclass's
+`decode` reads) and sealed again under this host's key; one that fails is never written.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
+
+# what `seed` takes as a key: a sha256, as every content-addressed entry's (never a path)
+SEED_KEY = re.compile(r"\A[0-9a-f]{64}\Z")
 
 
 class SealedCache:
@@ -77,6 +85,36 @@ class SealedCache:
                 path.unlink()
             return None
         return body
+
+    def decode(self, body: dict) -> Any:
+        """What a subclass's `get` returns for a body whose seal held, or None when one of
+        its fields is wrong (a type, a blob's sha256). A body is only a dict here."""
+        return body
+
+    def _decoded(self, body: Any) -> Any:
+        try:
+            return self.decode(body) if isinstance(body, dict) else None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def body(self, key: str) -> dict | None:
+        """The body stored under `key` as it is written (for another host's `seed`), or
+        None when there is none or it fails a check `get` makes."""
+        body = self.read(key)
+        return body if body is not None and self._decoded(body) is not None else None
+
+    def seed(self, key: Any, body: Any) -> bool:
+        """Write another host's entry under this host's seal, if it passes every check a
+        read makes (a sha256 key, the body's own key the same, the subclass's fields, the
+        size a read takes); False, nothing written, when it does not."""
+        if not isinstance(key, str) or not SEED_KEY.match(key) or not isinstance(body, dict):
+            return False
+        if body.get("key", key) != key or self._decoded(body) is None:
+            return False
+        if len(json.dumps({"body": body, "mac": "0" * 64})) > self.max_bytes:
+            return False
+        self.write(key, body)
+        return True
 
     def write(self, key: str, body: dict) -> None:
         """Store `body` (its "key" field set to `key`) atomically."""

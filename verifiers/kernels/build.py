@@ -281,18 +281,20 @@ class BuildCache(SealedCache):
         body = self.read(key)
         if body is None:
             return None
-        try:
-            blob = base64.b64decode(body["blob"]) if body["blob"] is not None else None
-            good = isinstance(body["ok"], bool) and (
-                blob is None or hashlib.sha256(blob).hexdigest() == body["sha256"]
-            )
-        except (ValueError, KeyError, TypeError):
-            good = False
-        if not good:
+        entry = self._decoded(body)
+        if entry is None:
             with contextlib.suppress(OSError):
                 self.path(key).unlink()
-            return None
-        return {"ok": body["ok"], "log": body["log"], "blob": blob}
+        return entry
+
+    def decode(self, body: dict) -> dict | None:
+        blob = base64.b64decode(body["blob"]) if body["blob"] is not None else None
+        good = (
+            isinstance(body["ok"], bool)
+            and isinstance(body["log"], str)
+            and (blob is None or hashlib.sha256(blob).hexdigest() == body["sha256"])
+        )
+        return {"ok": body["ok"], "log": body["log"], "blob": blob} if good else None
 
     def put(self, key: str, ok: bool, log: str, blob: bytes | None) -> None:
         self.write(
@@ -480,6 +482,19 @@ class Builder:
         self.pch_root = Path(cache_dir) / "pch"
         self.use_pch = pch
         self.timeout_s = timeout_s
+        # every cache entry its builds read or wrote, in order (objects, libraries): what a
+        # build node hands on to the node that verifies (`CudaVerifier.prebuild`)
+        self.keys: list[str] = []
+
+    def _cached(self, key: str) -> dict | None:
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.keys.append(key)
+        return hit
+
+    def _store(self, key: str, ok: bool, log: str, blob: bytes | None) -> None:
+        self.cache.put(key, ok, log, blob)
+        self.keys.append(key)
 
     def _ro(self) -> list[str]:
         import sysconfig
@@ -531,7 +546,7 @@ class Builder:
         key = spec_key(spec, tc)
         t0 = time.perf_counter()
         if link:
-            hit = self.cache.get(key)
+            hit = self._cached(key)
             if hit is not None:
                 return BuildResult(
                     hit["ok"],
@@ -579,7 +594,7 @@ class Builder:
                         "utf-8", "surrogatepass"
                     )
                 ).hexdigest()
-                hit = self.cache.get(ukey)
+                hit = self._cached(ukey)
                 if hit is not None:
                     units[src.name] = True
                     logs.append(hit["log"])
@@ -604,7 +619,7 @@ class Builder:
                 bad = self._bad(res, log, src.name, units, logs, t0, pch_state)
                 if bad is not None:
                     if not bad.crashed and not bad.timed_out and not bad.output_capped:
-                        self.cache.put(ukey, False, log, None)
+                        self._store(ukey, False, log, None)
                     return bad
                 try:
                     blob = read_beneath(build_dir, build_dir / out, SO_MAX_BYTES)
@@ -618,7 +633,7 @@ class Builder:
                         units,
                         failed_unit=src.name,
                     )
-                self.cache.put(ukey, True, log, blob)
+                self._store(ukey, True, log, blob)
                 objects.append(out)
             if not link or target is None:
                 return BuildResult(
@@ -638,10 +653,10 @@ class Builder:
             bad = self._bad(res, log, out, units, logs, t0, pch_state)
             if bad is not None:
                 if not bad.crashed and not bad.timed_out and not bad.output_capped:
-                    self.cache.put(key, False, "\n".join(logs), None)
+                    self._store(key, False, "\n".join(logs), None)
                 return bad
             library = read_beneath(build_dir, build_dir / out, SO_MAX_BYTES)
-            self.cache.put(key, True, "\n".join(logs), library)
+            self._store(key, True, "\n".join(logs), library)
             return BuildResult(
                 True,
                 "\n".join(logs),

@@ -75,6 +75,7 @@ class CompileResult:
     timed_out: bool = False
     output_capped: bool = False  # nvcc printed more than Limits.output_bytes: stopped
     crashed: bool = False  # nvcc itself died (a signal, "Segmentation fault"): the tool's
+    key: str = ""  # its entry in the HostCache (a build node hands it on: `seed`)
 
 
 @functools.cache
@@ -117,6 +118,7 @@ def compile_cubin(
             resources=parse_ptxas(hit["log"]),
             seconds=0.0,
             cached=True,
+            key=key,
         )
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crucible-nvcc-") as tmp:
@@ -167,7 +169,13 @@ def compile_cubin(
         ok = cubin is not None
         cache.put(key, ok, log, cubin)
     return CompileResult(
-        ok=ok, log=log, cubin=cubin, resources=parse_ptxas(log), seconds=seconds, cached=False
+        ok=ok,
+        log=log,
+        cubin=cubin,
+        resources=parse_ptxas(log),
+        seconds=seconds,
+        cached=False,
+        key=key,
     )
 
 
@@ -189,20 +197,21 @@ class HostCache(SealedCache):
         body = self.read(key)
         if body is None:
             return None
-        try:
-            cubin = base64.b64decode(body["cubin"]) if body["cubin"] is not None else None
-            good = (
-                isinstance(body["ok"], bool)
-                and body["ok"] == (cubin is not None)
-                and (cubin is None or hashlib.sha256(cubin).hexdigest() == body["cubin_sha256"])
-            )
-        except (ValueError, KeyError, TypeError):
-            good = False
-        if not good:
+        entry = self._decoded(body)
+        if entry is None:
             with contextlib.suppress(OSError):
                 self.path(key).unlink()
-            return None
-        return {"ok": body["ok"], "log": body["log"], "cubin": cubin}
+        return entry
+
+    def decode(self, body: dict) -> dict | None:
+        cubin = base64.b64decode(body["cubin"]) if body["cubin"] is not None else None
+        good = (
+            isinstance(body["ok"], bool)
+            and isinstance(body["log"], str)
+            and body["ok"] == (cubin is not None)
+            and (cubin is None or hashlib.sha256(cubin).hexdigest() == body["cubin_sha256"])
+        )
+        return {"ok": body["ok"], "log": body["log"], "cubin": cubin} if good else None
 
     def put(self, key: str, ok: bool, log: str, cubin: bytes | None) -> None:
         self.write(

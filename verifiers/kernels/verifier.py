@@ -45,7 +45,7 @@ from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
 from verifiers.kernels.pool import GpuLock, GpuMemory, KernelPool, WorkerSpec, runner_limits
 from verifiers.kernels.redact import runner_problem
-from verifiers.sandbox import MachineFault, oom_kills
+from verifiers.sandbox import MachineFault, Sandbox, oom_kills
 from verifiers.warm import (
     JobTimeout,
     OutputFlood,
@@ -286,6 +286,25 @@ class KernelVerifier(Verifier):
     ) -> list[Verdict]:
         """Verify in parallel: compiles overlap, the GPU gates take turns."""
         return verify_on_pool(self.verify, self.pool(limits or Limits()), items, limits)
+
+    # --- what a build node built ----------------------------------------------------------
+    def seed(self, artifacts: Sequence[Any]) -> dict[str, int]:
+        """Write a build node's entries (`CudaVerifier.prebuild`) into this node's caches,
+        sealed under this host's key: the compile gate then finds them as its own. Each
+        is checked as the cache's read checks it (a sha256 key, the fields' types, the
+        blob's sha256); one that fails is dropped and counted, never written. An entry
+        under a key this node never asks for (another toolchain's) is written and never
+        read: the node builds for itself, as without a build node."""
+        from verifiers.kernels.build import BuildCache
+        from verifiers.kernels.nvcc import HostCache
+
+        caches = {"cubin": HostCache(self.cache_dir), "inline": BuildCache(self.cache_dir)}
+        counts = {"seeded": 0, "refused": 0}
+        for a in artifacts:
+            cache = caches.get(a.get("cache")) if isinstance(a, dict) else None
+            good = cache is not None and cache.seed(a.get("key"), a.get("body"))
+            counts["seeded" if good else "refused"] += 1
+        return counts
 
     # --- gates ----------------------------------------------------------------------------
     def _run_gates(self, ctx: Context, checks: list) -> None:
@@ -977,6 +996,10 @@ class KernelVerifier(Verifier):
 
 
 class TritonVerifier(KernelVerifier):
+    """No `prebuild`: Triton compiles a kernel in the candidate's own process, at its
+    first launch (JIT, specialised on the run-time arguments), so there is nothing a build
+    node could compile from the source alone; it compiles where it runs, on the GPU node."""
+
     domain = "triton"
     name = "triton-verifier"
 
@@ -1054,6 +1077,39 @@ class CudaVerifier(KernelVerifier):
         ctx.state["path"] = path
         ctx.metrics["path"] = path
         return f"Python parses; {path} path"
+
+    def prebuild(self, task: Task, code: str, limits: Limits | None = None) -> list[dict]:
+        """What this candidate's compile gate would build, built here (a build node: CPU
+        only, no runner, no candidate code run): the cubin (device path) or every
+        load_inline call (linked where this torch can link), returned as the entries its
+        caches hold, for the verifying node's `seed`. Only the parse the paths need runs
+        first; the verifying node still runs every gate, these only spare it the compiles.
+        Nothing to build (no CUDA source, a call spelled at run time, compile not among
+        the gates, no nvcc): []. A build cut short (timeout, crash) leaves no entry."""
+        limits = limits or Limits()
+        if "compile" not in self._wanted(limits) or find_nvcc() is None:
+            return []
+        src = cuda_src(code)
+        if src is not None:
+            from verifiers.kernels.nvcc import HostCache
+
+            res = compile_cubin(
+                src, Sandbox(limits), cache_dir=self.cache_dir, timeout_s=self.compile_timeout_s
+            )
+            return _entries("cubin", HostCache(self.cache_dir), [res.key])
+        from verifiers.kernels import build
+
+        specs = build.inline_specs(code) if "load_inline" in code else None
+        if not specs:
+            return []
+        builder = build.Builder(
+            limits, self.cache_dir, pch=self.settings.pch, timeout_s=EXTENSION_BUILD_S
+        )
+        link = build.torch_can_link()  # a build node has no GPU, but may have CUDA torch
+        for spec in specs:
+            if not builder.build(spec, link=link).ok:  # the gate stops there too
+                break
+        return _entries("inline", builder.cache, builder.keys)
 
     def compile_domain(self, ctx: Context) -> str:
         if ctx.state["path"] == "device":
@@ -1161,6 +1217,16 @@ class CudaVerifier(KernelVerifier):
             f"{len(specs)} load_inline extension(s) {where} for sm_90 in {seconds:.1f}s "
             f"({cached} from the build cache)"
         )
+
+
+def _entries(name: str, cache, keys: Sequence[str]) -> list[dict]:
+    """The cache entries under `keys` as `KernelVerifier.seed` takes them (JSON-safe)."""
+    out = []
+    for key in dict.fromkeys(k for k in keys if k):
+        body = cache.body(key)
+        if body is not None:
+            out.append({"cache": name, "key": key, "body": body})
+    return out
 
 
 def small_sizes(task: Task) -> dict:
