@@ -83,6 +83,12 @@ def start(settings: ClusterSettings) -> dict[str, float]:
     return ray.cluster_resources()
 
 
+# A build node's resource: compiles for the GPU domains run there (CPU only), their sealed
+# cache entries travel to the node that verifies (`ray_actors.verify.BuildWorker`). Never
+# added by `local_resources`: a machine is a build node only when started as one
+# (`ray start --resources='{"BUILD": 8}'`); without one the verifying node builds itself.
+BUILD = "BUILD"
+
 # Verifier resources Ray already knows by another name: `cpu` work needs only cores, `GPU`
 # is Ray's own GPU accounting (num_gpus), not a custom resource.
 RAY_NATIVE = {"cpu": "CPU", "GPU": "GPU"}

@@ -40,11 +40,17 @@ class VerifierWorker:
         self.container = _container(domain, settings, backend)
         self.node = cluster.node_label()  # the Ray node, not only the host, verdicts name
 
-    def verify_batch(self, tasks: list[dict], items: list[tuple[str, str]]) -> list[dict]:
-        """`items` are (task_id, code); tasks carries the specs this batch needs."""
+    def verify_batch(
+        self, tasks: list[dict], items: list[tuple[str, str]], artifacts: list | None = None
+    ) -> list[dict]:
+        """`items` are (task_id, code); tasks carries the specs this batch needs;
+        `artifacts`: what a build node built for them (`BuildWorker`), seeded into this
+        node's caches first, so their compile gates find it."""
         for t in tasks:
             self.tasks.setdefault(t["task_id"], Task.from_dict(t))
         pairs = [(self.tasks[tid], code) for tid, code in items]
+        if artifacts:
+            self._seed(artifacts)
         try:  # the GPU verifiers compile a batch in parallel
             if self.container is not None:
                 verdicts = self._in_container(pairs)
@@ -56,6 +62,20 @@ class VerifierWorker:
             )
             verdicts = [self._one(task, code) for task, code in pairs]
         return [replace(v, node=self.node).to_dict() for v in verdicts]
+
+    def _seed(self, artifacts: list) -> None:
+        try:
+            counts = self.verifier.seed(artifacts)
+        except Exception:  # only a saving: the compiles then run here, as without it
+            log.exception("could not seed the %s build node's artifacts", self.verifier.domain)
+            return
+        if counts.get("refused"):
+            log.warning(
+                "%d of %d artifacts from the build node failed their checks and were dropped "
+                "(their candidates compile here)",
+                counts["refused"],
+                len(artifacts),
+            )
 
     def _in_container(self, pairs: list[tuple[Task, str]]) -> list[Verdict]:
         from ray_actors.container import ContainerUnavailable
@@ -80,6 +100,33 @@ class VerifierWorker:
             v = self.verifier
             cid = content_id(task.task_id, code)
             return infra_verdict(task, cid, v.name, v.version, "tool_crash", "verify", reason)
+
+
+class BuildWorker:
+    """Builds a GPU domain's candidates on a build node (`cluster.BUILD`: CPU only), so
+    the GPU node only loads and runs them: its verifier's `prebuild` returns the sealed
+    cache entries each candidate compiles to, which the verifying actor seeds
+    (`VerifierWorker.verify_batch`). Plain class; a Ray actor at submit time
+    (`_build_actors`). A candidate whose build raises gets no entries: it is built where
+    it is verified, as without a build node, never a verdict here."""
+
+    def __init__(self, domain: str, limits: dict, settings: dict | None = None):
+        self.verifier = get_verifier(domain, settings)
+        self.limits = Limits.from_dict(limits)
+        self.tasks: dict[str, Task] = {}
+
+    def build_batch(self, tasks: list[dict], items: list[tuple[str, str]]) -> list[list[dict]]:
+        """One list of entries per item (task_id, code), in order."""
+        for t in tasks:
+            self.tasks.setdefault(t["task_id"], Task.from_dict(t))
+        out = []
+        for tid, code in items:
+            try:
+                out.append(self.verifier.prebuild(self.tasks[tid], code, self.limits))
+            except Exception:  # a saving lost, not a verdict: the GPU node builds it
+                log.exception("the %s build of a candidate failed", self.verifier.domain)
+                out.append([])
+        return out
 
 
 BACKENDS = ("host", "container")
@@ -231,6 +278,7 @@ def verify_candidates(
     on_batch: Callable[[list[Verdict]], None] | None = None,
     pools: dict[str, tuple[VerifierPool, int]] | None = None,
     verifier_settings: Mapping[str, Any] | None = None,
+    build_settings: Mapping[str, Any] | None = None,
 ) -> Iterator[Verdict]:
     """Verify on the cluster, yielding verdicts as batches finish (order not kept).
 
@@ -238,6 +286,12 @@ def verify_candidates(
     verifies several times, like repair rounds, starts its actors once); the actors live
     as long as the caller holds the dict. `verifier_settings`: the settings dict of the
     domain's verifier (`verifiers.settings`).
+
+    A domain whose verifier can `prebuild` (CUDA) is built first on the build nodes
+    (`cluster.BUILD`) where the cluster has any: each batch goes to its verifying actor
+    with what it compiled to as soon as its build ends. `build_settings`: the build
+    actors' verifier settings where they differ (default `verifier_settings`). A build
+    that fails, or a build node lost, only leaves the compiles to the verifying node.
     """
     if not candidates:
         return
@@ -262,19 +316,28 @@ def verify_candidates(
     size = max(1, settings.batch_size)
     batches = [candidates[i : i + size] for i in range(0, len(candidates), size)]
 
-    def submit(actor, batch: list[Candidate]):
+    def submit(actor, job: tuple[list[Candidate], list]):
+        batch, artifacts = job
         needed = {c.task_id: tasks[c.task_id].to_dict() for c in batch}
         return actor.verify_batch.remote(
-            list(needed.values()), [(c.task_id, c.code) for c in batch]
+            list(needed.values()), [(c.task_id, c.code) for c in batch], artifacts
         )
 
-    for batch in batches:
-        pool.submit(submit, batch)
+    builders = _build_actors(domain, verifier, limits, settings, pools, build_settings)
+    builds = _submit_builds(builders, batches, tasks)
+    if not builds:
+        for batch in batches:
+            pool.submit(submit, (batch, []))
     left = {c.candidate_id for c in candidates}
     seen = time.monotonic()  # when a node last offered the resource
-    while pool.has_next():
+    while builds or pool.has_next():
+        if builds:  # each built batch goes to the verifiers at once
+            for batch, artifacts in _built(domain, builds, wait=not pool.has_next(), pools=pools):
+                pool.submit(submit, (batch, artifacts))
+            if not pool.has_next():
+                continue
         try:
-            result = pool.get_next_unordered(timeout=NODE_POLL_S)
+            result = pool.get_next_unordered(timeout=BUILD_POLL_S if builds else NODE_POLL_S)
         except TimeoutError:
             if cluster.slots(pool.resource) > 0:
                 seen = time.monotonic()
@@ -298,6 +361,89 @@ def verify_candidates(
         if on_batch:
             on_batch(verdicts)
         yield from verdicts
+
+
+# How often a wait for verdicts looks whether a build has ended, while builds are out.
+BUILD_POLL_S = 0.2
+
+
+def _build_actors(
+    domain: str,
+    verifier: Any,
+    limits: Limits,
+    settings: PoolSettings,
+    pools: dict[str, tuple[VerifierPool, int]] | None,
+    build_settings: Mapping[str, Any] | None,
+) -> list:
+    """The domain's build actors, one per `BUILD` slot (kept in `pools` like the
+    verifiers'), or none: no build node, a verifier with nothing to prebuild, or the
+    container backend (its worker's caches are the container's, not this node's)."""
+    if not callable(getattr(verifier, "prebuild", None)) or settings.backend != "host":
+        return []
+    n = cluster.slots(cluster.BUILD)
+    if n <= 0:
+        return []
+    key = _build_key(domain)
+    if pools is not None and key in pools:
+        return pools[key][0].actors
+    # no restarts, no retries: a build lost with its node is not worth waiting for, the
+    # verifying node builds it itself
+    actor_cls = ray.remote(BuildWorker).options(
+        **cluster.actor_options(cluster.BUILD), max_restarts=0, max_task_retries=0
+    )
+    chosen = dict(build_settings if build_settings is not None else {})
+    actors = [actor_cls.remote(domain, limits.to_dict(), chosen or None) for _ in range(n)]
+    log.info("building %s candidates on %d build actors", domain, n)
+    if pools is not None:
+        pools[key] = (VerifierPool(actors, cluster.BUILD), n)
+    return actors
+
+
+def _build_key(domain: str) -> str:
+    return f"{domain}/{cluster.BUILD}"
+
+
+def _submit_builds(actors: list, batches: list[list[Candidate]], tasks: dict[str, Task]) -> dict:
+    """ObjectRef of each batch's build -> the batch, spread over `actors` in turn."""
+    builds = {}
+    for i, batch in enumerate(batches if actors else []):
+        needed = {c.task_id: tasks[c.task_id].to_dict() for c in batch}
+        ref = actors[i % len(actors)].build_batch.remote(
+            list(needed.values()), [(c.task_id, c.code) for c in batch]
+        )
+        builds[ref] = batch
+    return builds
+
+
+def _built(
+    domain: str, builds: dict, wait: bool, pools: dict | None
+) -> list[tuple[list[Candidate], list[dict]]]:
+    """The batches whose builds have ended (taken out of `builds`), each with its
+    artifacts: none for a build that failed, or for every build still out once no node
+    offers `BUILD` (an actor placed on a lost node would never answer). `wait`: block up
+    to NODE_POLL_S for one (there is nothing else to wait for)."""
+    refs = list(builds)
+    ready, _ = ray.wait(refs, num_returns=1, timeout=NODE_POLL_S if wait else 0)
+    if ready:
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    out = []
+    for ref in ready:
+        batch = builds.pop(ref)
+        try:
+            per_item = ray.get(ref)
+        except Exception as e:  # the actor died, its node was lost: a saving lost
+            log.warning("a %s build batch failed (%s): it compiles where verified", domain, e)
+            if pools is not None:  # the next call starts build actors anew, if a node is up
+                pools.pop(_build_key(domain), None)
+            per_item = []
+        out.append((batch, [a for arts in per_item for a in arts]))
+    if builds and cluster.slots(cluster.BUILD) <= 0:
+        log.warning(
+            "no build node is left: %d %s batches compile where verified", len(builds), domain
+        )
+        out += [(batch, []) for batch in builds.values()]
+        builds.clear()
+    return out
 
 
 def _node_lost(domain: str, resource: str, n: int, wait_s: float) -> str:
