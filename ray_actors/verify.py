@@ -323,7 +323,8 @@ def verify_candidates(
             list(needed.values()), [(c.task_id, c.code) for c in batch], artifacts
         )
 
-    builders = _build_actors(domain, verifier, limits, settings, pools, build_settings)
+    chosen = build_settings if build_settings is not None else verifier_settings
+    builders = _build_actors(domain, verifier, limits, settings, pools, chosen)
     builds = _submit_builds(builders, batches, tasks)
     if not builds:
         for batch in batches:
@@ -391,8 +392,8 @@ def _build_actors(
     actor_cls = ray.remote(BuildWorker).options(
         **cluster.actor_options(cluster.BUILD), max_restarts=0, max_task_retries=0
     )
-    chosen = dict(build_settings if build_settings is not None else {})
-    actors = [actor_cls.remote(domain, limits.to_dict(), chosen or None) for _ in range(n)]
+    chosen = dict(build_settings) if build_settings is not None else None
+    actors = [actor_cls.remote(domain, limits.to_dict(), chosen) for _ in range(n)]
     log.info("building %s candidates on %d build actors", domain, n)
     if pools is not None:
         pools[key] = (VerifierPool(actors, cluster.BUILD), n)
