@@ -26,13 +26,13 @@ pytestmark = pytest.mark.skipif(
 
 # a load_inline call whose only unit fails in g++ at once (no torch headers): the inline
 # path's build, cache and seed without the minute a CUDA unit over torch's headers costs
-BROKEN_INLINE = '''import torch
+BROKEN_INLINE = """import torch
 from torch.utils.cpp_extension import load_inline
 ext = load_inline(name="broken_ext", cpp_sources="int f( { return 1; }", no_implicit_headers=True)
 class ModelNew(torch.nn.Module):
     def forward(self, x):
         return x
-'''
+"""
 
 
 @pytest.fixture(scope="module")
