@@ -581,15 +581,10 @@ class Builder:
                     continue
                 command = expand(rules[rule], variables, ins, out)
                 src = build_dir / Path(ins[0]).name
-                if rule == "compile" and self.use_pch and not spec.get("no_implicit_headers"):
-                    pch_dir, pch_state = self._pch(variables, work, ro)
-                    if pch_dir is not None:
-                        command = self._with_pch(command, spec["name"], build_dir, pch_dir, ins[0])
-                        ro = [*ro, str(pch_dir)]
                 text = src.read_text(encoding="utf-8", errors="surrogateescape")
+                # keyed by torch's own command: the precompiled header changes how the unit
+                # is compiled, not what it compiles to (and its path is this node's)
                 ukey = hashlib.sha256(
-                    # the name too: with the precompiled header it is in a wrapper, not
-                    # in the command
                     json.dumps([RECIPE, tc, spec["name"], text, command]).encode(
                         "utf-8", "surrogatepass"
                     )
@@ -612,6 +607,11 @@ class Builder:
                     (build_dir / out).write_bytes(hit["blob"])
                     objects.append(out)
                     continue
+                if rule == "compile" and self.use_pch and not spec.get("no_implicit_headers"):
+                    pch_dir, pch_state = self._pch(variables, work, ro)
+                    if pch_dir is not None:
+                        command = self._with_pch(command, spec["name"], build_dir, pch_dir, ins[0])
+                        ro = [*ro, str(pch_dir)]
                 res = self._run(command, build_dir, ro, self.timeout_s, GUEST_BUILD)
                 units[src.name] = False
                 log = res.stderr + res.stdout
