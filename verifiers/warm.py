@@ -702,12 +702,18 @@ class WorkerPool:
 
 
 def verify_on_pool(
-    verify: Callable[..., Any], pool: WorkerPool, items: Sequence[tuple[Any, Any]], limits: Any
+    verify: Callable[..., Any],
+    pool: WorkerPool,
+    items: Sequence[tuple[Any, Any]],
+    limits: Any,
+    in_flight: int | None = None,
 ) -> list[Any]:
     """`verify(task, code, limits)` for every item, one per warm worker at a time, all the
-    pool's workers busy (started together first); verdicts in input order."""
+    pool's workers busy (started together first); verdicts in input order. `in_flight`:
+    how many verifications run at once (default: one per worker; more where a verifier
+    does work of its own, a build, before it leases a worker)."""
     if len(items) <= 1:
         return [verify(t, c, limits) for t, c in items]
     pool.warm_up()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=pool.size) as ex:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=in_flight or pool.size) as ex:
         return list(ex.map(lambda tc: verify(tc[0], tc[1], limits), items))
