@@ -192,6 +192,8 @@ class KernelVerifier(Verifier):
         self._rng = threading.Lock()
         self._baselines: dict[str, dict] = {}
         self.compile_baseline = s.compile_baseline
+        # a candidate and its task's eager baseline are timed the same way
+        self.timing_mode = s.timing
 
     # --- environment ------------------------------------------------------------------
     @property
@@ -700,6 +702,7 @@ class KernelVerifier(Verifier):
             "entry": ctx.task.interface.get("entry", "ModelNew"),
             "init_seed": 42,
             "device_limits": self.device_limits().to_dict(),
+            "timing_mode": self.timing_mode,
             **ctx.state.get("job_extra", {}),
             **extra,
         }
@@ -962,14 +965,14 @@ class KernelVerifier(Verifier):
             outs = runner.as_outputs(model(*inputs))
         nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
         base: dict[str, Any] = {
-            "eager": runner.time_cuda(model, inputs),
+            "eager": runner.time_cuda(model, inputs, mode=self.timing_mode),
             "bytes": nbytes,
             "flops": _flops(model, inputs),
         }
         if with_compile:
             try:
                 compiled = torch.compile(model)
-                base["compile"] = runner.time_cuda(compiled, inputs)
+                base["compile"] = runner.time_cuda(compiled, inputs, mode=self.timing_mode)
             except Exception as e:
                 base["compile_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         self._baselines[task.task_id] = base
