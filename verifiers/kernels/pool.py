@@ -280,7 +280,12 @@ class GpuLock:
     """Shared use (compiling warm-ups, correctness runs) or exclusive use (timing).
 
     Timing must have the GPU to itself; other work may share it. Writers go first: once a
-    timing waits, new shared users wait behind it.
+    timing waits, new shared users wait behind it. A thread holding it shared may
+    `upgrade` (its job's timed runs, after the job's correctness trials) and `downgrade`
+    back; an upgrade gives up the shared hold before it waits, so two upgrades at once
+    both progress, one after the other. A shared holder that waits for something else
+    (GPU memory, `GpuMemory.hold`) sets its hold down meanwhile (`set_down`): it uses no
+    GPU while it waits, and an upgrade must not wait on it.
     """
 
     def __init__(self) -> None:
@@ -288,34 +293,88 @@ class GpuLock:
         self._readers = 0
         self._writer = False
         self._waiting_writers = 0
+        self._mine = threading.local()  # what this thread holds: "shared", "exclusive"
 
-    @contextlib.contextmanager
-    def shared(self):
+    def held(self) -> str | None:
+        """What the calling thread holds: "shared", "exclusive" or None."""
+        return getattr(self._mine, "mode", None)
+
+    def _take_shared(self) -> None:
         with self._cond:
             while self._writer or self._waiting_writers:
                 self._cond.wait()
             self._readers += 1
+
+    def _take_exclusive(self) -> None:
+        """Wait for the GPU alone (the caller holds nothing; `self._cond` held)."""
+        self._waiting_writers += 1
+        while self._writer or self._readers:
+            self._cond.wait()
+        self._waiting_writers -= 1
+        self._writer = True
+
+    def _give_back(self) -> None:
+        with self._cond:
+            if self.held() == "exclusive":
+                self._writer = False
+            else:
+                self._readers -= 1
+            self._mine.mode = None
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def shared(self):
+        self._take_shared()
+        self._mine.mode = "shared"
         try:
             yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                self._cond.notify_all()
+        finally:  # whatever this thread holds by then (an upgrade not downgraded)
+            self._give_back()
 
     @contextlib.contextmanager
     def exclusive(self):
         with self._cond:
-            self._waiting_writers += 1
-            while self._writer or self._readers:
-                self._cond.wait()
-            self._waiting_writers -= 1
-            self._writer = True
+            self._take_exclusive()
+        self._mine.mode = "exclusive"
         try:
             yield
         finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
+            self._give_back()
+
+    def upgrade(self) -> None:
+        """This thread's shared hold made exclusive (it waits its turn as a writer)."""
+        if self.held() != "shared":
+            raise RuntimeError("upgrade needs the calling thread's shared hold on the GPU")
+        with self._cond:
+            self._readers -= 1
+            self._mine.mode = None
+            self._cond.notify_all()
+            self._take_exclusive()
+            self._mine.mode = "exclusive"
+
+    def downgrade(self) -> None:
+        """This thread's exclusive hold made shared, at once: no other writer between."""
+        if self.held() != "exclusive":
+            raise RuntimeError("downgrade needs the calling thread's exclusive hold")
+        with self._cond:
+            self._writer = False
+            self._readers += 1
+            self._mine.mode = "shared"
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def set_down(self):
+        """This thread's shared hold given up while it waits for something else, taken
+        again after (behind any waiting writer); an exclusive hold or none: as it is."""
+        if self.held() != "shared":
+            yield
+            return
+        self._give_back()
+        try:
+            yield
+        finally:
+            self._take_shared()
+            self._mine.mode = "shared"
 
 
 class KernelPool(WorkerPool):
@@ -332,12 +391,16 @@ class KernelPool(WorkerPool):
 class GpuMemory:
     """The GPU memory jobs may hold at once: a job is admitted when its estimate fits
     beside the jobs already running (it waits otherwise), so concurrent jobs never
-    exceed the card. `capacity` is set once, from the free memory the first time."""
+    exceed the card. `capacity` is set once, from the free memory the first time. `gpu`:
+    the lock whose shared hold a waiting job sets down while it waits (`GpuLock.set_down`:
+    else a job's upgrade, holding memory, and a job waiting for that memory, holding the
+    GPU shared, would wait on each other for ever)."""
 
-    def __init__(self, capacity: int | None = None) -> None:
+    def __init__(self, capacity: int | None = None, gpu: GpuLock | None = None) -> None:
         self._cond = threading.Condition()
         self.capacity = capacity
         self._held = 0
+        self._gpu = gpu
 
     def _capacity(self) -> int:
         if self.capacity is None:
@@ -357,9 +420,15 @@ class GpuMemory:
         cap = self._capacity()
         nbytes = min(nbytes, cap)  # `fits` said whether it can run at all
         with self._cond:
-            while self._held and self._held + nbytes > cap:
-                self._cond.wait()
-            self._held += nbytes
+            room = not self._held or self._held + nbytes <= cap
+            if room:
+                self._held += nbytes
+        if not room:
+            set_down = self._gpu.set_down() if self._gpu else contextlib.nullcontext()
+            with set_down, self._cond:
+                while self._held and self._held + nbytes > cap:
+                    self._cond.wait()
+                self._held += nbytes
         try:
             yield
         finally:

@@ -184,7 +184,7 @@ class KernelVerifier(Verifier):
         self._pools: dict[tuple[Limits, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
         self._gpu = GpuLock()  # shared by every pool: one GPU, timed alone
-        self._gpu_mem = GpuMemory()  # what GPU jobs may hold at once, on this card
+        self._gpu_mem = GpuMemory(gpu=self._gpu)  # what GPU jobs may hold at once, on this card
         self._costs: dict[str, dict] = {}
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
