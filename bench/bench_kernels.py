@@ -133,6 +133,10 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "feedback": vd.feedback[:300],
         "runner_seconds": vd.metrics.get("runner_seconds", {}),
         "nvcc_seconds": vd.metrics.get("nvcc_seconds"),
+        # the GPU alone for this candidate, and how its timing stopped (#30)
+        "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
+        "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
+        "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
     }
 
 

@@ -5,14 +5,17 @@ correct-and-time job, its exclusive seconds) is shown by bench/bench_kernels.py.
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import threading
 import time
 
 import pytest
 
-from verifiers.kernels import runner
-from verifiers.kernels.pool import GpuLock, GpuMemory
+from verifiers.kernels import devshare, runner
+from verifiers.kernels.pool import GpuLock, GpuMemory, TimingSlot, answer_share
+from verifiers.kernels.verifier import _CorrectThenTimed, _SharedTrials
 
 
 def _sampler(draw):
@@ -181,3 +184,136 @@ def test_upgrade_and_downgrade_need_the_callers_own_hold():
         lock.upgrade()
     with lock.shared(), pytest.raises(RuntimeError, match="exclusive hold"):
         lock.downgrade()
+
+
+# --- the timing slot, over a real socket pair -----------------------------------------------
+NONCE = "n0"
+
+
+def _ask(sock, header: dict, fds=(), timeout_s: float = 5.0) -> dict | None:
+    """The runner's side: one message, then its answer (None: none came in time)."""
+    devshare.send_fds(sock, header, list(fds))
+    sock.settimeout(timeout_s)
+    try:
+        raw = sock.recv(devshare.MAX_MESSAGE)
+    except TimeoutError:
+        return None
+    return json.loads(raw.decode())
+
+
+def _host(lock: GpuLock, share, host_sock, messages: int, seen: list) -> threading.Thread:
+    """The verifier's side, holding the GPU shared as the gate does: answers `messages`
+    messages, noting what this thread held after each."""
+
+    def serve():
+        with lock.shared():
+            for _ in range(messages):
+                answer_share(host_sock, NONCE, share)
+                seen.append(lock.held())
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return t
+
+
+def _merged(lock: GpuLock, trials: list[dict]) -> _CorrectThenTimed:
+    # trials the host never has to compare: none (all passed) or not one handed over yet
+    checker = _SharedTrials(None, None, trials)
+    return _CorrectThenTimed(
+        checker, TimingSlot(lock, checker.passed), _SharedTrials(None, None, [])
+    )
+
+
+def test_the_slot_is_granted_only_once_the_gpu_is_exclusive_and_given_back_after_the_timed_run():
+    lock = GpuLock()
+    share = _merged(lock, [])
+    runner_sock, host_sock = devshare.socket_pair()
+    other_holds, other_may_go = threading.Event(), threading.Event()
+
+    def other_job():  # another candidate's trials, sharing the GPU
+        with lock.shared():
+            other_holds.set()
+            other_may_go.wait(10)
+
+    other = threading.Thread(target=other_job, daemon=True)
+    other.start()
+    other_holds.wait(5)
+    seen: list = []
+    host = _host(lock, share, host_sock, 2, seen)
+    # no answer while the other job still shares the GPU
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}, timeout_s=0.5) is None
+    assert not share.slot.granted
+    other_may_go.set()
+    runner_sock.settimeout(5)
+    assert json.loads(runner_sock.recv(devshare.MAX_MESSAGE)) == {"go": True}
+    assert share.slot.granted and seen == ["exclusive"]
+    # a shared user now waits until the timed run's outputs are in
+    got_in = threading.Event()
+
+    def late_reader():
+        with lock.shared():
+            got_in.set()
+
+    late = threading.Thread(target=late_reader, daemon=True)
+    late.start()
+    assert not got_in.wait(0.3)
+    assert _ask(runner_sock, {"nonce": NONCE, "trial": "timed", "outputs": []}) == {"go": False}
+    host.join(5)
+    assert seen == ["exclusive", "shared"] and got_in.wait(5)
+    assert share.slot.exclusive_s >= 0.3  # held while the late reader waited
+    assert lock.held() is None
+
+
+def test_a_forged_or_early_ask_gets_no_go():
+    lock = GpuLock()
+    cases = [
+        # before every trial has passed (one not handed over yet)
+        ([{"seed": 1, "small": False}], {"slot": "timing"}, False),
+        # a slot that is not the timing slot
+        ([], {"slot": "everything"}, False),
+        # fds with it (closed by the host)
+        ([], {"slot": "timing"}, True),
+    ]
+    for trials, header, with_fds in cases:
+        share = _merged(lock, trials)
+        runner_sock, host_sock = devshare.socket_pair()
+        seen: list = []
+        host = _host(lock, share, host_sock, 1, seen)
+        fds = [os.open(os.devnull, os.O_RDONLY)] if with_fds else []
+        try:
+            assert _ask(runner_sock, {"nonce": NONCE, **header}, fds) == {"go": False}, header
+        finally:
+            devshare.close_fds(fds)
+        host.join(5)
+        assert seen == ["shared"] and not share.slot.granted, header
+    # asked once: a second ask gets no go, nor do timed outputs without a granted slot
+    share = _merged(lock, [{"seed": 1, "small": False}])
+    runner_sock, host_sock = devshare.socket_pair()
+    seen = []
+    host = _host(lock, share, host_sock, 3, seen)
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": False}
+    share.trials.done = 1  # the trial passed after all: the ask was still spent
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": False}
+    assert _ask(runner_sock, {"nonce": NONCE, "trial": "timed", "outputs": []}) == {"go": False}
+    host.join(5)
+    assert seen == ["shared"] * 3 and share.slot.exclusive_s == 0.0
+
+
+def test_another_jobs_ask_is_dropped_unanswered():
+    lock = GpuLock()
+    share = _merged(lock, [])
+    runner_sock, host_sock = devshare.socket_pair()
+    seen: list = []
+    host = _host(lock, share, host_sock, 2, seen)
+    assert _ask(runner_sock, {"nonce": "straggler", "slot": "timing"}, timeout_s=0.3) is None
+    assert not share.slot.asked  # its own ask is still to come
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": True}
+    host.join(5)
+    assert seen == ["shared", "exclusive"]
+
+    # the host thread left the gate's shared block still exclusive: the lock is free again
+    def timing():
+        with lock.exclusive():
+            pass
+
+    _run_threads(timing, timeout_s=5)

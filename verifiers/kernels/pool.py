@@ -105,6 +105,29 @@ def libcuda_dir() -> str | None:
     return None
 
 
+def answer_share(sock: socket.socket, nonce: str, on_message) -> bool:
+    """One message from a runner's exported-memory socket handed to `on_message` and its
+    reply sent back; one of another job (a straggler's, a forged nonce) dropped unanswered.
+    The fds that came with it are closed either way. False once the runner closed its end."""
+    from verifiers.kernels import devshare
+
+    try:
+        header, fds = devshare.recv_fds(sock)
+    except OSError:
+        header, fds = None, []
+    try:
+        if header is None:
+            return False
+        if header.get("nonce") != nonce:
+            return True
+        reply = on_message(header, fds)
+    finally:
+        devshare.close_fds(fds)
+    with contextlib.suppress(OSError):
+        sock.send(json.dumps(reply).encode())
+    return True
+
+
 class KernelWorker(Worker):
     prefix = "kworker"
     recycle_after_jobs = 800  # about 200 candidates
@@ -150,11 +173,9 @@ class KernelWorker(Worker):
         **kw,
     ) -> dict:
         """`run` for a job whose runner hands GPU memory over: each message it sends
-        (a JSON header and fds) goes to `on_message`, whose reply goes back; messages
-        of another job (a straggler's, a forged nonce) are dropped, their fds closed.
-        The time `on_message` takes is not the job's (its deadline moves by it)."""
-        from verifiers.kernels import devshare
-
+        (a JSON header and fds) goes to `on_message`, whose reply goes back (`answer_share`).
+        The time `on_message` takes (a comparison, a wait for the GPU alone) is not the
+        job's: its deadline moves by it, and the machine rule leaves it out of its wall."""
         if self.share is None:
             raise RuntimeError("this runner has no exported-memory socket (GPU only)")
         sock = self.share
@@ -164,21 +185,8 @@ class KernelWorker(Worker):
 
         def handle() -> float:
             t0 = time.perf_counter()
-            try:
-                header, fds = devshare.recv_fds(sock)
-            except OSError:
-                header, fds = None, []
-            try:
-                if header is None:  # the runner closed its end
-                    self._side.pop(sock.fileno(), None)
-                    return 0.0
-                if header.get("nonce") != nonce:
-                    return time.perf_counter() - t0
-                reply = on_message(header, fds)
-            finally:
-                devshare.close_fds(fds)
-            with contextlib.suppress(OSError):
-                sock.send(json.dumps(reply).encode())
+            if not answer_share(sock, nonce, on_message):  # the runner closed its end
+                self._side.pop(sock.fileno(), None)
             return time.perf_counter() - t0
 
         self._side = {sock.fileno(): handle}
@@ -375,6 +383,43 @@ class GpuLock:
         finally:
             self._take_shared()
             self._mine.mode = "shared"
+
+
+class TimingSlot:
+    """The host's side of the timing slot of a job that checks a candidate and then times
+    it (GPU, under a shared hold on `gpu`): once its correctness trials are over, the
+    runner asks for the GPU alone (a header `{"slot": "timing"}`, no fds) and waits. The
+    first ask is the only one answered `go`, and only when `ready()` (every trial handed
+    over and passed): the calling thread's shared hold is made exclusive first (however
+    long that waits: the host's time, not the job's). `release` gives it back, as shared,
+    when the timed runs are over or the job ends: what remains (the timed run's output
+    compared here, the runner's child winding down) must not overlap another candidate's
+    timing, and shares the GPU with everything else."""
+
+    def __init__(self, gpu: GpuLock, ready: Callable[[], bool]):
+        self.gpu, self.ready = gpu, ready
+        self.asked = False
+        self.granted = False
+        self.wait_s = 0.0  # waiting for the GPU alone
+        self.exclusive_s = 0.0  # holding it
+        self._since: float | None = None
+
+    def request(self, header: dict, fds: list[int]) -> dict:
+        first, self.asked = not self.asked, True
+        if not first or header.get("slot") != "timing" or fds or not self.ready():
+            return {"go": False}
+        t0 = time.perf_counter()
+        self.gpu.upgrade()
+        self._since = time.perf_counter()
+        self.wait_s = self._since - t0
+        self.granted = True
+        return {"go": True}
+
+    def release(self) -> None:
+        if self._since is not None:
+            self.exclusive_s += time.perf_counter() - self._since
+            self._since = None
+            self.gpu.downgrade()
 
 
 class KernelPool(WorkerPool):

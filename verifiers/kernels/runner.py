@@ -30,8 +30,9 @@ shapes, or the small ones past a launch limit: Triton's JIT compile), `outputs` 
 each trial's fresh inputs, allocations poisoned with NaN, inputs and allocations between
 red zones checked after forward; on a GPU each trial's inputs and outputs handed to the
 verifier as exported GPU memory, on a CPU saved as files), `time`
-(CUDA events, L2 flushed, a device-wide synchronize per run; the last run's output is
-handed over too).
+(CUDA events, L2 flushed, a device-wide synchronize per run, in rounds until the median
+is tight; the last run's output is handed over too; after `outputs` in one job, only once
+the verifier has answered the runner's ask for the GPU alone with a go).
 Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckDB.
 """
 
@@ -1019,6 +1020,9 @@ class Runner:
                 ex.close()
 
     def step_time(self, job: dict, result: dict) -> None:
+        shared = self.share is not None and job.get("share")
+        if shared and job.get("timing_slot") and not self._timing_slot(job, result):
+            return  # a trial failed (or the verifier said no): nothing is timed
         model = self._model(False)
         inputs = make_inputs(self.state["problem"], job.get("timing_seed", 2024), "cuda")
         mode = job.get("timing_mode", "adaptive")
@@ -1028,6 +1032,20 @@ class Runner:
             # the last timed run's output is checked too: a timed run is a trial
             reply = self._run_shared(job, "timed", model, inputs, None, outs=as_outputs(last))
             result["timed_checked"] = bool(reply)
+
+    def _timing_slot(self, job: dict, result: dict) -> bool:
+        """After the correctness trials of a job that also times: ask the verifier for
+        the GPU alone and wait for its answer (go once every other job has set the GPU
+        down, however long that takes: the verifier's time, not this job's)."""
+        from verifiers.kernels import devshare
+
+        t0 = time.perf_counter()
+        devshare.send_fds(self.share, {"nonce": job.get("nonce"), "slot": "timing"}, [])
+        self.share.settimeout(None)
+        raw = self.share.recv(devshare.MAX_MESSAGE)
+        result["seconds"]["slot"] = round(time.perf_counter() - t0, 4)
+        reply = json.loads(raw.decode()) if raw else {}
+        return isinstance(reply, dict) and reply.get("go") is True
 
 
 def prime(device: str, aot: bool = False) -> None:
