@@ -1021,14 +1021,15 @@ class Runner:
 
     def step_time(self, job: dict, result: dict) -> None:
         shared = self.share is not None and job.get("share")
+        model = self._model(False)
+        # drawn before the ask: the GPU alone is for the timed runs only
+        inputs = make_inputs(self.state["problem"], job.get("timing_seed", 2024), "cuda")
         if shared and job.get("timing_slot") and not self._timing_slot(job, result):
             return  # a trial failed (or the verifier said no): nothing is timed
-        model = self._model(False)
-        inputs = make_inputs(self.state["problem"], job.get("timing_seed", 2024), "cuda")
         mode = job.get("timing_mode", "adaptive")
         timing, last = time_cuda(model, inputs, mode=mode, keep_last=True)
         result["timing"] = timing
-        if self.share is not None and job.get("share"):
+        if shared:
             # the last timed run's output is checked too: a timed run is a trial
             reply = self._run_shared(job, "timed", model, inputs, None, outs=as_outputs(last))
             result["timed_checked"] = bool(reply)
