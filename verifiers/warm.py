@@ -274,6 +274,7 @@ class Worker:
         # more fds a job's wait serves (fd -> handler; a handler returns the seconds it
         # took, which the job's deadline does not count: the host's time, not the job's)
         self._side: dict[int, Callable[[], float]] = {}
+        self._side_s = 0.0  # what they took in the running job
         self._cancelled = False  # `cancel`: no start may finish any more
         self.start()
 
@@ -512,6 +513,7 @@ class Worker:
         self._drain_all(None)  # whatever the idle server printed is not this job's
         self._printed = {"stdout": 0, "stderr": 0}
         self._cap = output_bytes
+        self._side_s = 0.0
         began = _JobStart(
             time.perf_counter(),
             tree_snapshot(self.proc.pid, self._tree),
@@ -537,7 +539,8 @@ class Worker:
         oom = now - began.oom_kills if now is not None and began.oom_kills is not None else None
         # bwrap's status: 128+9 when the server (pid 1's child) was SIGKILLed, -9 itself
         sig = signal.SIGKILL if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else None
-        wall = time.perf_counter() - began.at
+        # the host's time in the side handlers (a wait for the GPU alone) is not the job's
+        wall = time.perf_counter() - began.at - self._side_s
         return Stop(wall, wall_kill, usage, began.budget_s, sig, oom, self_signal=True)
 
     def _died(self, code: int | None, began: _JobStart | None) -> Exception:
@@ -572,7 +575,9 @@ class Worker:
             ready, _, _ = select.select([fd, *self._streams, *side], [], [], min(left, 1.0))
             for x in ready:
                 if x in self._side and began is not None:
-                    deadline += self._side[x]()
+                    spent = self._side[x]()
+                    deadline += spent
+                    self._side_s += spent
             prints = [x for x in ready if x != fd and x in self._streams]
             if prints:
                 self._drain_ready(prints, cap)  # OutputFlood: the worker is stopped

@@ -43,6 +43,7 @@ def test_settings_round_trip_and_record_only_what_differs():
         ("cuda", {"workers": "2"}, "workers must be int or null"),
         ("cuda", {"compile_baseline": 1}, "compile_baseline must be bool"),
         ("triton", {"device": "gpu"}, "device must be one of cpu, cuda"),
+        ("cuda", {"timing": "fast"}, "timing must be one of adaptive, fixed, not 'fast'"),
         ("cad", {"workers": 0}, "workers must be at least 1"),
         ("cad", [1], "must be a JSON object"),
         ("rtl", {"workers": 1}, "unknown rtl verifier settings key(s): workers (known: cross"),

@@ -7,6 +7,8 @@ from verifiers.domain import Domain, ExtractRules, PerfMetric, PromptStyle
 from verifiers.settings import SettingsError, VerifierSettings, setting
 
 DEVICES = ("cpu", "cuda")
+# how the runner times (`runner.time_cuda`)
+TIMING_MODES = ("adaptive", "fixed")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,12 @@ class KernelSettings(VerifierSettings):
         "nvcc's limit (its CPU budget as large), and the floor of the runner's build jobs' "
         "(max(3 x Limits.timeout_s, this))",
     )
+    timing: str = setting(
+        "adaptive",
+        "how a candidate and its reference are timed: adaptive (rounds until the median's "
+        "interval is within 2%, 10 to 100 runs) or fixed (100 ms of runs by a first "
+        "estimate, 10 to 100)",
+    )
 
     pch: bool = setting(
         True,
@@ -50,6 +58,11 @@ class KernelSettings(VerifierSettings):
             raise SettingsError("kernel verifier settings: workers must be at least 1")
         if not self.compile_timeout_s > 0:
             raise SettingsError("kernel verifier settings: compile_timeout_s must be positive")
+        if self.timing not in TIMING_MODES:
+            raise SettingsError(
+                f"kernel verifier settings: timing must be one of {', '.join(TIMING_MODES)}, "
+                f"not {self.timing!r}"
+            )
 
 
 _PYTHON_FILE = r"\A(?:\s*#[^\n]*)*\s*(?:import\s|from\s+\S+\s+import\s)"

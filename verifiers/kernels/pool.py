@@ -105,6 +105,29 @@ def libcuda_dir() -> str | None:
     return None
 
 
+def answer_share(sock: socket.socket, nonce: str, on_message) -> bool:
+    """One message from a runner's exported-memory socket handed to `on_message` and its
+    reply sent back; one of another job (a straggler's, a forged nonce) dropped unanswered.
+    The fds that came with it are closed either way. False once the runner closed its end."""
+    from verifiers.kernels import devshare
+
+    try:
+        header, fds = devshare.recv_fds(sock)
+    except OSError:
+        header, fds = None, []
+    try:
+        if header is None:
+            return False
+        if header.get("nonce") != nonce:
+            return True
+        reply = on_message(header, fds)
+    finally:
+        devshare.close_fds(fds)
+    with contextlib.suppress(OSError):
+        sock.send(json.dumps(reply).encode())
+    return True
+
+
 class KernelWorker(Worker):
     prefix = "kworker"
     recycle_after_jobs = 800  # about 200 candidates
@@ -150,11 +173,9 @@ class KernelWorker(Worker):
         **kw,
     ) -> dict:
         """`run` for a job whose runner hands GPU memory over: each message it sends
-        (a JSON header and fds) goes to `on_message`, whose reply goes back; messages
-        of another job (a straggler's, a forged nonce) are dropped, their fds closed.
-        The time `on_message` takes is not the job's (its deadline moves by it)."""
-        from verifiers.kernels import devshare
-
+        (a JSON header and fds) goes to `on_message`, whose reply goes back (`answer_share`).
+        The time `on_message` takes (a comparison, a wait for the GPU alone) is not the
+        job's: its deadline moves by it, and the machine rule leaves it out of its wall."""
         if self.share is None:
             raise RuntimeError("this runner has no exported-memory socket (GPU only)")
         sock = self.share
@@ -164,21 +185,8 @@ class KernelWorker(Worker):
 
         def handle() -> float:
             t0 = time.perf_counter()
-            try:
-                header, fds = devshare.recv_fds(sock)
-            except OSError:
-                header, fds = None, []
-            try:
-                if header is None:  # the runner closed its end
-                    self._side.pop(sock.fileno(), None)
-                    return 0.0
-                if header.get("nonce") != nonce:
-                    return time.perf_counter() - t0
-                reply = on_message(header, fds)
-            finally:
-                devshare.close_fds(fds)
-            with contextlib.suppress(OSError):
-                sock.send(json.dumps(reply).encode())
+            if not answer_share(sock, nonce, on_message):  # the runner closed its end
+                self._side.pop(sock.fileno(), None)
             return time.perf_counter() - t0
 
         self._side = {sock.fileno(): handle}
@@ -280,7 +288,12 @@ class GpuLock:
     """Shared use (compiling warm-ups, correctness runs) or exclusive use (timing).
 
     Timing must have the GPU to itself; other work may share it. Writers go first: once a
-    timing waits, new shared users wait behind it.
+    timing waits, new shared users wait behind it. A thread holding it shared may
+    `upgrade` (its job's timed runs, after the job's correctness trials) and `downgrade`
+    back; an upgrade gives up the shared hold before it waits, so two upgrades at once
+    both progress, one after the other. A shared holder that waits for something else
+    (GPU memory, `GpuMemory.hold`) sets its hold down meanwhile (`set_down`): it uses no
+    GPU while it waits, and an upgrade must not wait on it.
     """
 
     def __init__(self) -> None:
@@ -288,34 +301,125 @@ class GpuLock:
         self._readers = 0
         self._writer = False
         self._waiting_writers = 0
+        self._mine = threading.local()  # what this thread holds: "shared", "exclusive"
 
-    @contextlib.contextmanager
-    def shared(self):
+    def held(self) -> str | None:
+        """What the calling thread holds: "shared", "exclusive" or None."""
+        return getattr(self._mine, "mode", None)
+
+    def _take_shared(self) -> None:
         with self._cond:
             while self._writer or self._waiting_writers:
                 self._cond.wait()
             self._readers += 1
+
+    def _take_exclusive(self) -> None:
+        """Wait for the GPU alone (the caller holds nothing; `self._cond` held)."""
+        self._waiting_writers += 1
+        while self._writer or self._readers:
+            self._cond.wait()
+        self._waiting_writers -= 1
+        self._writer = True
+
+    def _give_back(self) -> None:
+        with self._cond:
+            if self.held() == "exclusive":
+                self._writer = False
+            else:
+                self._readers -= 1
+            self._mine.mode = None
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def shared(self):
+        self._take_shared()
+        self._mine.mode = "shared"
         try:
             yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                self._cond.notify_all()
+        finally:  # whatever this thread holds by then (an upgrade not downgraded)
+            self._give_back()
 
     @contextlib.contextmanager
     def exclusive(self):
         with self._cond:
-            self._waiting_writers += 1
-            while self._writer or self._readers:
-                self._cond.wait()
-            self._waiting_writers -= 1
-            self._writer = True
+            self._take_exclusive()
+        self._mine.mode = "exclusive"
         try:
             yield
         finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
+            self._give_back()
+
+    def upgrade(self) -> None:
+        """This thread's shared hold made exclusive (it waits its turn as a writer)."""
+        if self.held() != "shared":
+            raise RuntimeError("upgrade needs the calling thread's shared hold on the GPU")
+        with self._cond:
+            self._readers -= 1
+            self._mine.mode = None
+            self._cond.notify_all()
+            self._take_exclusive()
+            self._mine.mode = "exclusive"
+
+    def downgrade(self) -> None:
+        """This thread's exclusive hold made shared, at once: no other writer between."""
+        if self.held() != "exclusive":
+            raise RuntimeError("downgrade needs the calling thread's exclusive hold")
+        with self._cond:
+            self._writer = False
+            self._readers += 1
+            self._mine.mode = "shared"
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def set_down(self):
+        """This thread's shared hold given up while it waits for something else, taken
+        again after (behind any waiting writer); an exclusive hold or none: as it is."""
+        if self.held() != "shared":
+            yield
+            return
+        self._give_back()
+        try:
+            yield
+        finally:
+            self._take_shared()
+            self._mine.mode = "shared"
+
+
+class TimingSlot:
+    """The host's side of the timing slot of a job that checks a candidate and then times
+    it (GPU, under a shared hold on `gpu`): once its correctness trials are over, the
+    runner asks for the GPU alone (a header `{"slot": "timing"}`, no fds) and waits. The
+    first ask is the only one answered `go`, and only when `ready()` (every trial handed
+    over and passed): the calling thread's shared hold is made exclusive first (however
+    long that waits: the host's time, not the job's). `release` gives it back, as shared,
+    when the timed runs are over or the job ends: what remains (the timed run's output
+    compared here, the runner's child winding down) must not overlap another candidate's
+    timing, and shares the GPU with everything else."""
+
+    def __init__(self, gpu: GpuLock, ready: Callable[[], bool]):
+        self.gpu, self.ready = gpu, ready
+        self.asked = False
+        self.granted = False
+        self.wait_s = 0.0  # waiting for the GPU alone
+        self.exclusive_s = 0.0  # holding it
+        self._since: float | None = None
+
+    def request(self, header: dict, fds: list[int]) -> dict:
+        first, self.asked = not self.asked, True
+        if not first or header.get("slot") != "timing" or fds or not self.ready():
+            return {"go": False}
+        t0 = time.perf_counter()
+        self.gpu.upgrade()
+        self._since = time.perf_counter()
+        self.wait_s = self._since - t0
+        self.granted = True
+        return {"go": True}
+
+    def release(self) -> None:
+        if self._since is not None:
+            self.exclusive_s += time.perf_counter() - self._since
+            self._since = None
+            self.gpu.downgrade()
 
 
 class KernelPool(WorkerPool):
@@ -332,12 +436,16 @@ class KernelPool(WorkerPool):
 class GpuMemory:
     """The GPU memory jobs may hold at once: a job is admitted when its estimate fits
     beside the jobs already running (it waits otherwise), so concurrent jobs never
-    exceed the card. `capacity` is set once, from the free memory the first time."""
+    exceed the card. `capacity` is set once, from the free memory the first time. `gpu`:
+    the lock whose shared hold a waiting job sets down while it waits (`GpuLock.set_down`:
+    else a job's upgrade, holding memory, and a job waiting for that memory, holding the
+    GPU shared, would wait on each other for ever)."""
 
-    def __init__(self, capacity: int | None = None) -> None:
+    def __init__(self, capacity: int | None = None, gpu: GpuLock | None = None) -> None:
         self._cond = threading.Condition()
         self.capacity = capacity
         self._held = 0
+        self._gpu = gpu
 
     def _capacity(self) -> int:
         if self.capacity is None:
@@ -357,9 +465,15 @@ class GpuMemory:
         cap = self._capacity()
         nbytes = min(nbytes, cap)  # `fits` said whether it can run at all
         with self._cond:
-            while self._held and self._held + nbytes > cap:
-                self._cond.wait()
-            self._held += nbytes
+            room = not self._held or self._held + nbytes <= cap
+            if room:
+                self._held += nbytes
+        if not room:
+            set_down = self._gpu.set_down() if self._gpu else contextlib.nullcontext()
+            with set_down, self._cond:
+                while self._held and self._held + nbytes > cap:
+                    self._cond.wait()
+                self._held += nbytes
         try:
             yield
         finally:

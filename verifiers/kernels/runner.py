@@ -30,8 +30,9 @@ shapes, or the small ones past a launch limit: Triton's JIT compile), `outputs` 
 each trial's fresh inputs, allocations poisoned with NaN, inputs and allocations between
 red zones checked after forward; on a GPU each trial's inputs and outputs handed to the
 verifier as exported GPU memory, on a CPU saved as files), `time`
-(CUDA events, L2 flushed, a device-wide synchronize per run; the last run's output is
-handed over too).
+(CUDA events, L2 flushed, a device-wide synchronize per run, in rounds until the median
+is tight; the last run's output is handed over too; after `outputs` in one job, only once
+the verifier has answered the runner's ask for the GPU alone with a go).
 Needs only torch, numpy, and triton or cupy: no Prefect, Ray, deltalake or DuckDB.
 """
 
@@ -59,6 +60,8 @@ from typing import Any
 # The interpreter is chosen before triton is first imported (CPU mode sets it in the env).
 import torch
 
+from verifiers import stats
+from verifiers.kernels.domain import TIMING_MODES
 from verifiers.kernels.limits import (
     DeviceLimits,
     KernelResources,
@@ -596,10 +599,86 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
 
 
 # --- timing -------------------------------------------------------------------------------
+# adaptive timing: past the floor, a look at the median's interval every TIMING_ROUND runs
+# (fewer looks, fewer stops on a lucky run of samples); it stops once the interval's
+# half-width is within TIMING_TOL of the median. The stop wants the median's precision,
+# not a verdict's certainty: a 90% interval (each end misses with chance TIMING_ALPHA),
+# which at the floor of 10 is already the 2nd sample from either end (one outlier ignored)
+TIMING_ROUND = 5
+TIMING_TOL = 0.02
+TIMING_ALPHA = 0.05
+
+
+def _series(stream: list[float], device: list[float]) -> tuple[list[float], float]:
+    """The times to judge (sorted) and how much of a run was off the timed stream.
+
+    Past the synchronize's own latency (an honest run's gap, ~10-30 us), a gap of more
+    than half the stream's own time is work the timed stream never waited for: then the
+    device-wide times are the times."""
+    s, d = sorted(stream), sorted(device)
+    off = d[len(d) // 2] - s[len(s) // 2]
+    return (d if off > max(0.05, 0.5 * s[len(s) // 2]) else s), off
+
+
+def timing_stop(
+    times: list[float], *, budget_ms: float, min_reps: int, max_reps: int
+) -> str | None:
+    """Why adaptive timing stops after `times` (None: time another round): `ci` once the
+    median's interval is tight, else `cap` at max_reps, else `budget` once the runs cost
+    budget_ms at the median's time each (as fixed mode counts its runs: one slow run, a
+    preemption, does not end it); never before min_reps."""
+    if len(times) < min_reps:
+        return None
+    low, mid, high = stats.median_interval(times, TIMING_ALPHA)
+    if mid > 0 and (high - low) / 2 <= TIMING_TOL * mid:
+        return "ci"
+    if len(times) >= max_reps:
+        return "cap"
+    return "budget" if len(times) * mid >= budget_ms else None
+
+
+def timed_rounds(
+    run_round, *, fixed_reps: int | None, budget_ms: float, min_reps: int, max_reps: int
+) -> dict:
+    """Drive `run_round(n)` (n timed runs: their (stream ms, device ms) pairs) to a stop:
+    `fixed_reps` runs in one round, or (None) adaptive rounds to `timing_stop`."""
+    stream: list[float] = []
+    device: list[float] = []
+    stop = None
+    while stop is None:
+        if fixed_reps is not None:
+            n = fixed_reps
+        else:
+            n = min_reps if not stream else min(TIMING_ROUND, max(1, max_reps - len(stream)))
+        for s, d in run_round(n):
+            stream.append(s)
+            device.append(d)
+        if fixed_reps is not None:
+            stop = "fixed"
+        else:
+            times, _ = _series(stream, device)
+            kw = {"budget_ms": budget_ms, "min_reps": min_reps, "max_reps": max_reps}
+            stop = timing_stop(times, **kw)
+    times, off = _series(stream, device)
+    low, _, high = stats.median_interval(times, TIMING_ALPHA)
+    dev = sorted(device)
+    return {
+        "median_ms": times[len(times) // 2],
+        "min_ms": times[0],
+        "p90_ms": times[int(len(times) * 0.9) - 1 if len(times) > 1 else 0],
+        "reps": len(times),
+        "stop": stop,
+        "ci_ms": [low, high],
+        "device_median_ms": dev[len(dev) // 2],
+        "off_stream_ms": round(max(0.0, off), 5),
+    }
+
+
 def time_cuda(
     fn,
     args,
     *,
+    mode: str = "adaptive",
     budget_ms: float = 100.0,
     min_reps: int = 10,
     max_reps: int = 100,
@@ -607,11 +686,16 @@ def time_cuda(
 ):
     """Median milliseconds of `fn(*args)`, L2 flushed before each run.
 
-    Each run has two ends: an event on the timed stream right after `fn`, and one after a
-    device-wide synchronize. Past the synchronize's own latency, the gap between them is
-    work still running on another stream (a side stream, a cuBLAS handle's stream): then
-    the device-wide time is the time, and `off_stream_ms` says how much was off the timed
-    stream. `keep_last`: also return the last run's result (checked like a trial's)."""
+    `mode`: `adaptive` times in rounds until the median's interval is tight (or max_reps,
+    or budget_ms of runs at the median's time); `fixed` runs clamp(budget_ms / one run's
+    estimate, min_reps, max_reps) times. Each run has two ends: an event on the timed
+    stream right after `fn`, and one after a device-wide synchronize. Past the
+    synchronize's own latency, the gap between them is work still running on another
+    stream (a side stream, a cuBLAS handle's stream): then the device-wide time is the
+    time, and `off_stream_ms` says how much was off the timed stream. `keep_last`: also
+    return the last run's result (checked like a trial's)."""
+    if mode not in TIMING_MODES:
+        raise ValueError(f"timing mode {mode!r}: use one of {', '.join(TIMING_MODES)}")
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 50 * 2**20) or 50 * 2**20)
     flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
@@ -629,42 +713,31 @@ def time_cuda(
         est1.record()
         torch.cuda.synchronize()
         per = max(est0.elapsed_time(est1) / 3, 1e-3)
-        reps = int(min(max_reps, max(min_reps, budget_ms / per)))
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        synced = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         # a queued sleep keeps the GPU busy while the host issues the next run, so the
         # events time the device's work, not the Python launch overhead in front of it
         sleep = getattr(torch.cuda, "_sleep", None)
         cycles = int(min(max(per, 0.05), 0.2) * 1e-3 * 2.0e9)  # 50-200 us at ~2 GHz
-        for i in range(reps):
-            flush.zero_()
-            if sleep is not None:
-                sleep(cycles)
-            starts[i].record()
-            out = fn(*args)
-            ends[i].record()
-            torch.cuda.synchronize()  # every stream of the device, not just this one
-            synced[i].record()
-        torch.cuda.synchronize()
-    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
-    device = sorted(s.elapsed_time(e) for s, e in zip(starts, synced, strict=True))
-    median = times[len(times) // 2]
-    device_median = device[len(device) // 2]
-    # an honest run's gap is the synchronize's latency (~10-30 us); more than that and
-    # half the stream's own time is work the timed stream never waited for
-    off = device_median - median
-    if off > max(0.05, 0.5 * median):
-        times = device
-        median = device_median
-    timing = {
-        "median_ms": median,
-        "min_ms": times[0],
-        "p90_ms": times[int(len(times) * 0.9) - 1 if len(times) > 1 else 0],
-        "reps": reps,
-        "device_median_ms": device_median,
-        "off_stream_ms": round(max(0.0, off), 5),
-    }
+
+        def run_round(n: int) -> list[tuple[float, float]]:
+            nonlocal out
+            # each run's start, end on the timed stream, end after the device-wide sync
+            marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
+            for start, end, synced in marks:
+                flush.zero_()
+                if sleep is not None:
+                    sleep(cycles)
+                start.record()
+                out = fn(*args)
+                end.record()
+                torch.cuda.synchronize()  # every stream of the device, not just this one
+                synced.record()
+            torch.cuda.synchronize()
+            return [(s.elapsed_time(e), s.elapsed_time(y)) for s, e, y in marks]
+
+        fixed = int(min(max_reps, max(min_reps, budget_ms / per))) if mode == "fixed" else None
+        timing = timed_rounds(
+            run_round, fixed_reps=fixed, budget_ms=budget_ms, min_reps=min_reps, max_reps=max_reps
+        )
     return (timing, out) if keep_last else timing
 
 
@@ -955,14 +1028,33 @@ class Runner:
                 ex.close()
 
     def step_time(self, job: dict, result: dict) -> None:
+        shared = self.share is not None and job.get("share")
         model = self._model(False)
+        # drawn before the ask: the GPU alone is for the timed runs only
         inputs = make_inputs(self.state["problem"], job.get("timing_seed", 2024), "cuda")
-        timing, last = time_cuda(model, inputs, keep_last=True)
+        if shared and job.get("timing_slot") and not self._timing_slot(job, result):
+            return  # a trial failed (or the verifier said no): nothing is timed
+        mode = job.get("timing_mode", "adaptive")
+        timing, last = time_cuda(model, inputs, mode=mode, keep_last=True)
         result["timing"] = timing
-        if self.share is not None and job.get("share"):
+        if shared:
             # the last timed run's output is checked too: a timed run is a trial
             reply = self._run_shared(job, "timed", model, inputs, None, outs=as_outputs(last))
             result["timed_checked"] = bool(reply)
+
+    def _timing_slot(self, job: dict, result: dict) -> bool:
+        """After the correctness trials of a job that also times: ask the verifier for
+        the GPU alone and wait for its answer (go once every other job has set the GPU
+        down, however long that takes: the verifier's time, not this job's)."""
+        from verifiers.kernels import devshare
+
+        t0 = time.perf_counter()
+        devshare.send_fds(self.share, {"nonce": job.get("nonce"), "slot": "timing"}, [])
+        self.share.settimeout(None)
+        raw = self.share.recv(devshare.MAX_MESSAGE)
+        result["seconds"]["slot"] = round(time.perf_counter() - t0, 4)
+        reply = json.loads(raw.decode()) if raw else {}
+        return isinstance(reply, dict) and reply.get("go") is True
 
 
 def prime(device: str, aot: bool = False) -> None:

@@ -8,11 +8,13 @@ have. The runner gets the problem without the reference's forward (`redact`), an
 it reports can make a verdict `infra_error` (`errors.classify_python`).
 
 With a GPU: nvcc (device path) and Triton's JIT compile run in parallel across workers;
-correctness and timing hold the GPU lock, one candidate at a time. Without one: Triton
-runs on CPU tensors under its interpreter (small shapes) and is compiled ahead of time for
-sm_90; CUDA is compiled for sm_90 with the ptxas report; the launch check dry-runs forward
-at the timing shapes; the gates that need a GPU end the verdict as `infra_error` / `no_gpu`
-naming them, so it is retried on a GPU node and never passes here.
+correctness shares the GPU, and when timing is wanted the same job (one load of the
+candidate) then times it with the GPU alone, one candidate at a time (`TimingSlot`).
+Without one: Triton runs on CPU tensors under its interpreter (small shapes) and is
+compiled ahead of time for sm_90; CUDA is compiled for sm_90 with the ptxas report; the
+launch check dry-runs forward at the timing shapes; the gates that need a GPU end the
+verdict as `infra_error` / `no_gpu` naming them, so it is retried on a GPU node and never
+passes here.
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ from verifiers.kernels.extension import EXTENSION_BUILD_S
 from verifiers.kernels.limits import DeviceLimits
 from verifiers.kernels.nvcc import INSTALL_HINT as NVCC_INSTALL_HINT
 from verifiers.kernels.nvcc import compile_cubin, default_cache_dir, find_nvcc
-from verifiers.kernels.pool import GpuLock, GpuMemory, KernelPool, WorkerSpec, runner_limits
+from verifiers.kernels.pool import (
+    GpuLock,
+    GpuMemory,
+    KernelPool,
+    TimingSlot,
+    WorkerSpec,
+    runner_limits,
+)
 from verifiers.kernels.redact import runner_problem
 from verifiers.sandbox import MachineFault, Sandbox, oom_kills
 from verifiers.warm import (
@@ -184,7 +193,7 @@ class KernelVerifier(Verifier):
         self._pools: dict[tuple[Limits, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
         self._gpu = GpuLock()  # shared by every pool: one GPU, timed alone
-        self._gpu_mem = GpuMemory()  # what GPU jobs may hold at once, on this card
+        self._gpu_mem = GpuMemory(gpu=self._gpu)  # what GPU jobs may hold at once, on this card
         self._costs: dict[str, dict] = {}
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
@@ -192,6 +201,8 @@ class KernelVerifier(Verifier):
         self._rng = threading.Lock()
         self._baselines: dict[str, dict] = {}
         self.compile_baseline = s.compile_baseline
+        # a candidate and its task's eager baseline are timed the same way
+        self.timing_mode = s.timing
 
     # --- environment ------------------------------------------------------------------
     @property
@@ -490,10 +501,13 @@ class KernelVerifier(Verifier):
         checker = _SharedTrials(self, ctx, trials)
         # the step limit scales with what the reference itself costs at these sizes
         timeout = max(ctx.limits.timeout_s * 3, 30.0 + len(trials) * 20.0 * cost["seconds"])
-        with self.pool(ctx.limits).gpu.shared(), self._admit(ctx, cost):
-            res = self._job(ctx, ["load", "outputs"], timeout, trials=trials, on_share=checker)
+        if "timing" in self._wanted(ctx.limits):
+            res = self._correct_and_time(ctx, checker, cost, timeout)
+        else:
+            with self.pool(ctx.limits).gpu.shared(), self._admit(ctx, cost):
+                res = self._job(ctx, ["load", "outputs"], timeout, trials=trials, on_share=checker)
         checker.raise_failure()
-        if not res["ok"]:
+        if not res["ok"] and not (res["step"] == "time" and checker.passed()):
             self._fail_from(ctx, res)
         if checker.done < len(trials):
             raise GateFail(
@@ -507,27 +521,69 @@ class KernelVerifier(Verifier):
             f"{checker.worst:.3g}"
         )
 
-    def gate_timing(self, ctx: Context) -> str:
-        self._need_gpu(ctx, "timing")
+    def _correct_and_time(
+        self, ctx: Context, checker: _SharedTrials, cost: dict, timeout: float
+    ) -> dict:
+        """The trials, then the timed runs, in one job (one load of the candidate): the
+        GPU shared for the trials, alone only for the timed runs (the runner asks for
+        it: `TimingSlot`). What goes wrong once the GPU was granted (every trial passed)
+        is kept for the timing gate (`ctx.state["timed"]`)."""
         pool = self.pool(ctx.limits)
-        cost = self._cost(ctx.task)
         # fresh inputs, and the last timed run's output checked: a timed run is a trial
         seed = int.from_bytes(os.urandom(4), "little")
-        timed = [{"seed": seed, "small": False, "key": "timed", "where": "the last timed run"}]
-        checker = _SharedTrials(self, ctx, timed)
-        timeout = max(ctx.limits.timeout_s * 3, 30.0 + 150.0 * cost["seconds"])
-        with pool.gpu.exclusive(), self._admit(ctx, cost):
-            res = self._job(ctx, ["load", "time"], timeout, timing_seed=seed, on_share=checker)
-            checker.raise_failure()
-            if not res["ok"]:
-                self._fail_from(ctx, res)
-            base = self._baseline(ctx.task)
-        if checker.done < 1:
+        last = {"seed": seed, "small": False, "key": "timed", "where": "the last timed run"}
+        timed = _SharedTrials(self, ctx, [last])
+        slot = TimingSlot(pool.gpu, checker.passed)
+        timeout += max(ctx.limits.timeout_s * 3, 30.0 + 150.0 * cost["seconds"])
+        steps = ["load", "outputs", "time"]
+        share = _CorrectThenTimed(checker, slot, timed)
+        try:
+            with pool.gpu.shared(), self._admit(ctx, cost):
+                try:
+                    res = self._job(
+                        ctx,
+                        steps,
+                        timeout,
+                        trials=checker.trials,
+                        timing_seed=seed,
+                        timing_slot=True,
+                        on_share=share,
+                    )
+                finally:
+                    slot.release()
+        except GateFail as f:
+            if not slot.granted:
+                raise
+            # every trial had passed: the correctness gate passes, the timing gate fails
+            ctx.state["timed"] = {"failure": f, "checker": timed}
+            return {"ok": True}
+        finally:
+            ctx.metrics["gpu_exclusive_s"] = round(slot.exclusive_s, 4)
+            if slot.granted:
+                ctx.metrics["timing_slot_wait_s"] = round(slot.wait_s, 4)
+        ctx.state["timed"] = {"res": res, "checker": timed}
+        return res
+
+    def gate_timing(self, ctx: Context) -> str:
+        self._need_gpu(ctx, "timing")
+        # the timed runs ran in the correctness gate's job, once every trial had passed
+        timed = ctx.state["timed"]
+        if timed.get("failure") is not None:
+            raise timed["failure"]
+        checker, res = timed["checker"], timed["res"]
+        checker.raise_failure()
+        if not res["ok"]:
+            self._fail_from(ctx, res)
+        if checker.done < 1 or "timing" not in res:
             raise GateFail(
                 Status.WRONG_ANSWER,
                 "shape_mismatch",
                 "the last timed run handed over no outputs to check",
             )
+        base = self._baselines.get(ctx.task.task_id)
+        if base is None:  # once per task, with the GPU alone (nothing else held here)
+            with self.pool(ctx.limits).gpu.exclusive():
+                base = self._baseline(ctx.task)
         cand = res["timing"]
         ms = cand["median_ms"]
         eager = base["eager"]["median_ms"]
@@ -723,6 +779,7 @@ class KernelVerifier(Verifier):
             "entry": ctx.task.interface.get("entry", "ModelNew"),
             "init_seed": 42,
             "device_limits": self.device_limits().to_dict(),
+            "timing_mode": self.timing_mode,
             **ctx.state.get("job_extra", {}),
             **extra,
         }
@@ -985,14 +1042,14 @@ class KernelVerifier(Verifier):
             outs = runner.as_outputs(model(*inputs))
         nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
         base: dict[str, Any] = {
-            "eager": runner.time_cuda(model, inputs),
+            "eager": runner.time_cuda(model, inputs, mode=self.timing_mode),
             "bytes": nbytes,
             "flops": _flops(model, inputs),
         }
         if with_compile:
             try:
                 compiled = torch.compile(model)
-                base["compile"] = runner.time_cuda(compiled, inputs)
+                base["compile"] = runner.time_cuda(compiled, inputs, mode=self.timing_mode)
             except Exception as e:
                 base["compile_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         self._baselines[task.task_id] = base
@@ -1370,6 +1427,10 @@ class _SharedTrials:
         if self.failure is not None:
             raise self.failure
 
+    def passed(self) -> bool:
+        """Every trial handed over and passed."""
+        return self.failure is None and self.done >= len(self.trials)
+
     def __call__(self, header: dict, fds: list[int]) -> dict:
         if self.failure is not None or self.done >= len(self.trials):
             return {"go": False}
@@ -1489,6 +1550,26 @@ class _SharedTrials:
                 "shape_mismatch",
                 f"{where}: {what} could not be read as a {like.dtype}{list(like.shape)}: {e}",
             ) from None
+
+
+class _CorrectThenTimed:
+    """The verifier's side of a job that checks and then times (`_correct_and_time`):
+    its messages go to the correctness trials until the runner asks for the timing slot,
+    then (the GPU given back as shared first: the timed runs are over) to the check of
+    the last timed run's outputs, which only a granted slot's runs may hand over."""
+
+    def __init__(self, trials: _SharedTrials, slot: TimingSlot, timed: _SharedTrials):
+        self.trials, self.slot, self.timed = trials, slot, timed
+
+    def __call__(self, header: dict, fds: list[int]) -> dict:
+        if "slot" in header:
+            return self.slot.request(header, fds)
+        if not self.slot.asked:
+            return self.trials(header, fds)
+        self.slot.release()
+        if not self.slot.granted:
+            return {"go": False}
+        return self.timed(header, fds)
 
 
 @functools.lru_cache(maxsize=256)

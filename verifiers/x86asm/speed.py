@@ -7,8 +7,9 @@ again). Each round gives a candidate pair (baseline / candidate) and an A/A pair
 / its copy): the same machine state for both, whatever the machine does over the run.
 
 - The speedup is the median of the candidate pairs' ratios; its interval is the median's
-  distribution-free one, from order statistics (of 15 rounds, the 3rd from either end): no
-  assumption on the shape of the noise, and an outlier round moves it by one rank at most.
+  distribution-free one, from order statistics (`verifiers.stats`; of 15 rounds, the 3rd
+  from either end): no assumption on the shape of the noise, and an outlier round moves
+  it by one rank at most.
 - The noise floor is the speedup the A/A pairs measure, read either way (their median or
   its inverse, whichever is above 1): what this harness, on this machine, in this run,
   shows between two copies of the same code at two places. Never below MIN_FLOOR: below
@@ -26,9 +27,10 @@ Pure functions of the times: the verifier measures, this decides.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
+
+from verifiers import stats
 
 ALPHA = 0.01  # each end of an interval misses its median at most this often
 MIN_FLOOR = 1.01  # the least speedup that can be a pass, wall time or instructions
@@ -64,36 +66,14 @@ class Wall:
         }
 
 
-def rank(n: int, alpha: float = ALPHA) -> int:
-    """The 0-based rank k of a sorted sample of n whose value lies above the median with
-    chance at most alpha (it does when at most k of the n lie below the median:
-    P(Binomial(n, 1/2) <= k) <= alpha), k as large as that allows; 0, the minimum, when n
-    is too small for any rank to hold that."""
-    total, k = 0.0, -1
-    while k + 1 < n:
-        total += math.comb(n, k + 1) / 2**n  # P(exactly k + 1 below the median)
-        if total > alpha:
-            break
-        k += 1
-    return max(k, 0)
-
-
-def median_interval(xs: list[float], alpha: float = ALPHA) -> tuple[float, float, float]:
-    """(low, median, high): the median and its order-statistic interval, each end
-    missing with chance at most alpha."""
-    s = sorted(xs)
-    k = rank(len(s), alpha)
-    return s[k], statistics.median(s), s[len(s) - 1 - k]
-
-
 def judge(times: list[tuple[int, int, int]], task_bar: float) -> Wall:
     """The rounds' (candidate ns, baseline ns, baseline copy ns) against the task's bar."""
     if not times:
         raise ValueError("no timed rounds")
     ratios = [b / max(1, c) for c, b, _ in times]
     aa = [b / max(1, a) for _, b, a in times]
-    low, mid, high = median_interval(ratios)
-    alow, amid, ahigh = median_interval(aa)
+    low, mid, high = stats.median_interval(ratios, ALPHA)
+    alow, amid, ahigh = stats.median_interval(aa, ALPHA)
     floor = max(MIN_FLOOR, amid, 1 / max(amid, 1e-9))
     q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
     return Wall(

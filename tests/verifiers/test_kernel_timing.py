@@ -1,0 +1,319 @@
+"""GPU timing without a GPU: the adaptive stop rule on synthetic samples (the same loop
+`runner.time_cuda` drives with CUDA events), the GPU lock's upgrade under real threads,
+and the host's timing slot over a real socket pair. What the GPU itself does (the merged
+correct-and-time job, its exclusive seconds) is shown by bench/bench_kernels.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from verifiers.kernels import devshare, runner
+from verifiers.kernels.pool import GpuLock, GpuMemory, TimingSlot, answer_share
+from verifiers.kernels.verifier import _CorrectThenTimed, _SharedTrials
+
+
+def _sampler(draw):
+    """A `run_round` over synthetic times: n (stream ms, device ms) pairs from `draw`,
+    the device-wide end 20 us after the stream's (an honest run's synchronize)."""
+
+    def run_round(n: int) -> list[tuple[float, float]]:
+        return [(t, t + 0.02) for t in (draw() for _ in range(n))]
+
+    return run_round
+
+
+def _adaptive(draw, budget_ms: float = 1e9) -> dict:
+    return runner.timed_rounds(
+        _sampler(draw), fixed_reps=None, budget_ms=budget_ms, min_reps=10, max_reps=100
+    )
+
+
+def test_tight_times_stop_at_the_floor():
+    rng = random.Random(1)
+    t = _adaptive(lambda: rng.gauss(1.0, 0.003))
+    assert (t["stop"], t["reps"]) == ("ci", 10)
+    low, high = t["ci_ms"]
+    assert low <= t["median_ms"] <= high and (high - low) / 2 <= 0.02 * t["median_ms"]
+    assert t["off_stream_ms"] < 0.05  # the stream's own times were judged
+
+
+def test_noisy_times_run_to_the_cap():
+    rng = random.Random(2)
+    t = _adaptive(lambda: rng.uniform(0.5, 1.5))
+    assert (t["stop"], t["reps"]) == ("cap", 100)
+    assert t["ci_ms"][0] < 0.98 * t["median_ms"] or t["ci_ms"][1] > 1.02 * t["median_ms"]
+
+
+def test_one_outlier_neither_keeps_it_running_nor_stops_it_early():
+    # tight times with one preempted run in the first round: it stops at the floor, and
+    # the median is the tight times'
+    rng = random.Random(3)
+    draws = iter([50.0] + [rng.gauss(1.0, 0.003) for _ in range(200)])
+    t = _adaptive(lambda: next(draws))
+    assert (t["stop"], t["reps"]) == ("ci", 10) and abs(t["median_ms"] - 1.0) < 0.01
+    # noisy times with one huge run first: its cost does not spend the budget (the
+    # budget counts runs at the median's time), so the noise still runs to the cap
+    rng = random.Random(4)
+    draws = iter([5000.0] + [rng.uniform(0.5, 1.5) for _ in range(200)])
+    t = _adaptive(lambda: next(draws), budget_ms=200.0)
+    assert (t["stop"], t["reps"]) == ("cap", 100)
+
+
+def test_the_budget_ends_noisy_slow_runs_and_fixed_mode_runs_its_count():
+    rng = random.Random(5)
+    t = _adaptive(lambda: rng.uniform(5.0, 15.0), budget_ms=100.0)
+    assert t["stop"] == "budget" and 10 <= t["reps"] < 20
+    t = runner.timed_rounds(
+        _sampler(lambda: rng.gauss(1.0, 0.003)),
+        fixed_reps=37,
+        budget_ms=100.0,
+        min_reps=10,
+        max_reps=100,
+    )
+    assert (t["stop"], t["reps"]) == ("fixed", 37)
+
+
+def test_work_off_the_timed_stream_is_timed_device_wide():
+    """The off-stream rule as before: the device-wide end is the time when the gap past
+    the synchronize is more than half the stream's own time."""
+    t = runner.timed_rounds(
+        lambda n: [(0.1, 1.0)] * n, fixed_reps=None, budget_ms=1e9, min_reps=10, max_reps=100
+    )
+    assert t["median_ms"] == 1.0 and t["off_stream_ms"] == 0.9 and t["stop"] == "ci"
+
+
+# --- the GPU lock: shared use, exclusive use, and the upgrade between them ---------------
+class _Gpu:
+    """Who uses the "GPU" now, counted under its own lock: a use that overlaps an
+    exclusive one is a violation."""
+
+    def __init__(self) -> None:
+        self._m = threading.Lock()
+        self.shared = self.exclusive = self.violations = 0
+        self.exclusive_uses = 0
+
+    def use(self, kind: str, seconds: float = 0.002) -> None:
+        with self._m:
+            if self.exclusive or (kind == "exclusive" and self.shared):
+                self.violations += 1
+            setattr(self, kind, getattr(self, kind) + 1)
+            self.exclusive_uses += kind == "exclusive"
+        time.sleep(seconds)
+        with self._m:
+            setattr(self, kind, getattr(self, kind) - 1)
+
+
+def _run_threads(*targets, timeout_s: float = 20.0) -> None:
+    threads = [threading.Thread(target=t, daemon=True) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s)
+    stuck = [t.name for t in threads if t.is_alive()]
+    assert not stuck, f"deadlocked: {stuck} still waiting after {timeout_s}s"
+
+
+def test_two_upgrades_a_shared_and_an_exclusive_user_all_progress_and_exclusive_is_alone():
+    lock, gpu = GpuLock(), _Gpu()
+    rounds = 40
+
+    def upgrader():
+        for _ in range(rounds):
+            with lock.shared():
+                gpu.use("shared")  # the correctness trials
+                lock.upgrade()
+                assert lock.held() == "exclusive"
+                gpu.use("exclusive")  # the timed runs
+                lock.downgrade()
+                gpu.use("shared")  # the timed run's output compared
+            assert lock.held() is None
+
+    def reader():
+        for _ in range(rounds):
+            with lock.shared():
+                gpu.use("shared")
+
+    def writer():
+        for _ in range(rounds):
+            with lock.exclusive():
+                gpu.use("exclusive")
+
+    _run_threads(upgrader, upgrader, reader, writer)
+    assert gpu.violations == 0
+    assert gpu.exclusive_uses == 3 * rounds
+
+
+def test_an_upgrade_never_waits_on_a_job_that_waits_for_gpu_memory():
+    """Job A holds the GPU shared and most of its memory, and upgrades; job B took the GPU
+    shared and waits for memory only A's end frees. B sets its shared hold down while it
+    waits (else A's upgrade waits for B, and B for A's memory: for ever)."""
+    lock = GpuLock()
+    memory = GpuMemory(capacity=10, gpu=lock)
+    a_holds, a_timed = threading.Event(), threading.Event()
+    b_ran = threading.Event()
+
+    def a():
+        with lock.shared(), memory.hold(8):
+            a_holds.set()
+            time.sleep(0.2)  # B is waiting for memory by now
+            lock.upgrade()
+            a_timed.set()
+            lock.downgrade()
+
+    def b():
+        a_holds.wait(5)
+        with lock.shared(), memory.hold(8):
+            assert lock.held() == "shared" and a_timed.is_set()
+            b_ran.set()
+
+    _run_threads(a, b)
+    assert a_timed.is_set() and b_ran.is_set()
+
+
+def test_upgrade_and_downgrade_need_the_callers_own_hold():
+    lock = GpuLock()
+    with pytest.raises(RuntimeError, match="shared hold"):
+        lock.upgrade()
+    with lock.exclusive(), pytest.raises(RuntimeError, match="shared hold"):
+        lock.upgrade()
+    with lock.shared(), pytest.raises(RuntimeError, match="exclusive hold"):
+        lock.downgrade()
+
+
+# --- the timing slot, over a real socket pair -----------------------------------------------
+NONCE = "n0"
+
+
+def _ask(sock, header: dict, fds=(), timeout_s: float = 5.0) -> dict | None:
+    """The runner's side: one message, then its answer (None: none came in time)."""
+    devshare.send_fds(sock, header, list(fds))
+    sock.settimeout(timeout_s)
+    try:
+        raw = sock.recv(devshare.MAX_MESSAGE)
+    except TimeoutError:
+        return None
+    return json.loads(raw.decode())
+
+
+def _host(lock: GpuLock, share, host_sock, messages: int, seen: list) -> threading.Thread:
+    """The verifier's side, holding the GPU shared as the gate does: answers `messages`
+    messages, noting what this thread held after each."""
+
+    def serve():
+        with lock.shared():
+            for _ in range(messages):
+                answer_share(host_sock, NONCE, share)
+                seen.append(lock.held())
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return t
+
+
+def _merged(lock: GpuLock, trials: list[dict]) -> _CorrectThenTimed:
+    # trials the host never has to compare: none (all passed) or not one handed over yet
+    checker = _SharedTrials(None, None, trials)
+    return _CorrectThenTimed(
+        checker, TimingSlot(lock, checker.passed), _SharedTrials(None, None, [])
+    )
+
+
+def test_the_slot_is_granted_only_once_the_gpu_is_exclusive_and_given_back_after_the_timed_run():
+    lock = GpuLock()
+    share = _merged(lock, [])
+    runner_sock, host_sock = devshare.socket_pair()
+    other_holds, other_may_go = threading.Event(), threading.Event()
+
+    def other_job():  # another candidate's trials, sharing the GPU
+        with lock.shared():
+            other_holds.set()
+            other_may_go.wait(10)
+
+    other = threading.Thread(target=other_job, daemon=True)
+    other.start()
+    other_holds.wait(5)
+    seen: list = []
+    host = _host(lock, share, host_sock, 2, seen)
+    # no answer while the other job still shares the GPU
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}, timeout_s=0.5) is None
+    assert not share.slot.granted
+    other_may_go.set()
+    runner_sock.settimeout(5)
+    assert json.loads(runner_sock.recv(devshare.MAX_MESSAGE)) == {"go": True}
+    assert share.slot.granted and seen == ["exclusive"]
+    # a shared user now waits until the timed run's outputs are in
+    got_in = threading.Event()
+
+    def late_reader():
+        with lock.shared():
+            got_in.set()
+
+    late = threading.Thread(target=late_reader, daemon=True)
+    late.start()
+    assert not got_in.wait(0.3)
+    assert _ask(runner_sock, {"nonce": NONCE, "trial": "timed", "outputs": []}) == {"go": False}
+    host.join(5)
+    assert seen == ["exclusive", "shared"] and got_in.wait(5)
+    assert share.slot.exclusive_s >= 0.3  # held while the late reader waited
+    assert lock.held() is None
+
+
+def test_a_forged_or_early_ask_gets_no_go():
+    lock = GpuLock()
+    cases = [
+        # before every trial has passed (one not handed over yet)
+        ([{"seed": 1, "small": False}], {"slot": "timing"}, False),
+        # a slot that is not the timing slot
+        ([], {"slot": "everything"}, False),
+        # fds with it (closed by the host)
+        ([], {"slot": "timing"}, True),
+    ]
+    for trials, header, with_fds in cases:
+        share = _merged(lock, trials)
+        runner_sock, host_sock = devshare.socket_pair()
+        seen: list = []
+        host = _host(lock, share, host_sock, 1, seen)
+        fds = [os.open(os.devnull, os.O_RDONLY)] if with_fds else []
+        try:
+            assert _ask(runner_sock, {"nonce": NONCE, **header}, fds) == {"go": False}, header
+        finally:
+            devshare.close_fds(fds)
+        host.join(5)
+        assert seen == ["shared"] and not share.slot.granted, header
+    # asked once: a second ask gets no go, nor do timed outputs without a granted slot
+    share = _merged(lock, [{"seed": 1, "small": False}])
+    runner_sock, host_sock = devshare.socket_pair()
+    seen = []
+    host = _host(lock, share, host_sock, 3, seen)
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": False}
+    share.trials.done = 1  # the trial passed after all: the ask was still spent
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": False}
+    assert _ask(runner_sock, {"nonce": NONCE, "trial": "timed", "outputs": []}) == {"go": False}
+    host.join(5)
+    assert seen == ["shared"] * 3 and share.slot.exclusive_s == 0.0
+
+
+def test_another_jobs_ask_is_dropped_unanswered():
+    lock = GpuLock()
+    share = _merged(lock, [])
+    runner_sock, host_sock = devshare.socket_pair()
+    seen: list = []
+    host = _host(lock, share, host_sock, 2, seen)
+    assert _ask(runner_sock, {"nonce": "straggler", "slot": "timing"}, timeout_s=0.3) is None
+    assert not share.slot.asked  # its own ask is still to come
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": True}
+    host.join(5)
+    assert seen == ["shared", "exclusive"]
+
+    # the host thread left the gate's shared block still exclusive: the lock is free again
+    def timing():
+        with lock.exclusive():
+            pass
+
+    _run_threads(timing, timeout_s=5)
