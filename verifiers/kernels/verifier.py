@@ -157,7 +157,9 @@ class KernelVerifier(Verifier):
     # 3: red zones on the GPU and around inputs (out_of_bounds_write where a stray store
     # passed); a task past the CPU path's reach is no_gpu (it was timeout/memory_limit); a
     # task without [harness.small] gets its tail trial at its sizes made ragged
-    version = "3"
+    # 4: timing stops adaptively (the median's interval within 2%, 10-100 runs); a CPU node
+    # compiles an extension's C++ unit too (a broken cpp_sources passed compile before)
+    version = "4"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
