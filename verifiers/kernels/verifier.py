@@ -297,12 +297,12 @@ class KernelVerifier(Verifier):
     def verify_many(
         self, items: Sequence[tuple[Task, str]], limits: Limits | None = None
     ) -> list[Verdict]:
-        """Verify in parallel: compiles overlap, the GPU gates take turns. On a GPU twice
-        as many candidates as runners are in flight: the host's builds (nvcc, load_inline)
-        hold no runner, so others keep the runners and the card busy meanwhile."""
-        pool = self.pool(limits or Limits())
-        extra = pool.size if self.device == "cuda" else 0
-        return verify_on_pool(self.verify, pool, items, limits, in_flight=pool.size + extra)
+        """Verify in parallel: compiles overlap, the GPU gates take turns. One candidate
+        per runner: a thread past the runners would wait for one while it holds the GPU
+        shared and its memory admission (the compile gate takes both before it leases),
+        and a runner's owner waiting to upgrade for timing would wait on it for ever
+        (seen on the H200 with twice as many threads as runners)."""
+        return verify_on_pool(self.verify, self.pool(limits or Limits()), items, limits)
 
     # --- what a build node built ----------------------------------------------------------
     def seed(self, artifacts: Sequence[Any]) -> dict[str, int]:
