@@ -515,10 +515,16 @@ class Builder:
 
     def _env(self) -> dict[str, str]:
         from verifiers.kernels.nvcc import find_nvcc
+        from verifiers.kernels.pool import build_tool
         from verifiers.sandbox import SANDBOX_PATH
 
         nvcc = find_nvcc()
         env = {"TORCH_CUDA_ARCH_LIST": ARCH_LIST, "MAX_JOBS": "1"}
+        # the C++ compiler the sandbox uid can run: a GPU image's own CXX (/opt/gcc on the
+        # H200) is outside the sandbox, and torch writes CXX into build.ninja
+        cxx = build_tool(("c++", "g++"))
+        if cxx:
+            env["CXX"] = cxx
         if nvcc:
             env["CUDA_HOME"] = str(Path(nvcc).parent.parent)
             env["PATH"] = f"{Path(nvcc).parent}:{SANDBOX_PATH}"
@@ -669,7 +675,7 @@ class Builder:
 
     def _bad(self, res, log, unit, units, logs, t0, pch_state) -> BuildResult | None:
         from verifiers.kernels.nvcc import nvcc_crashed
-        from verifiers.sandbox import SandboxUnavailable
+        from verifiers.sandbox import MachineFault, SandboxUnavailable
 
         if fault := res.sandbox_fault:
             raise SandboxUnavailable(f"the extension build could not run in the sandbox: {fault}")
@@ -678,6 +684,10 @@ class Builder:
         common = {"units": units, "failed_unit": unit, "pch": pch_state}
         seconds = time.perf_counter() - t0
         text = "\n".join(logs)
+        if res.returncode == 127 and "not found" in log:  # the shell found no compiler
+            raise MachineFault(
+                "tool_missing", f"the extension build's compiler is missing here: {log[-300:]}"
+            )
         if res.timed_out:
             return BuildResult(False, text, None, seconds, False, timed_out=True, **common)
         if res.output_capped:
