@@ -219,3 +219,19 @@ def test_the_cpu_gate_fails_an_extension_whose_cpp_unit_does_not_compile():
         v.close()
     assert verdict.status is Status.COMPILE_ERROR, verdict.feedback
     assert "relu_launch" in verdict.feedback
+
+
+def test_a_compiler_the_sandbox_cannot_find_is_the_machines_not_the_candidates(tmp_path):
+    """On the H200 torch wrote the image's /opt/gcc g++ into build.ninja, outside the
+    sandbox: the shell's "not found" was labelled compile_error. It is tool_missing."""
+    from verifiers.sandbox import MachineFault
+
+    b = build.Builder(Limits(), tmp_path / "cache", pch=False, timeout_s=30)
+    work = b.sandbox.prepare_workdir(tmp_path / "w")
+    res = b._run("/opt/gcc/bin/g++ -c main.cpp", work, [], 30, build.GUEST_BUILD)
+    log = res.stderr + res.stdout
+    with pytest.raises(MachineFault) as err:
+        b._bad(res, log, "main.cpp", {}, [log], 0.0, "")
+    assert err.value.code == "tool_missing"
+    cxx = build.Builder(Limits(), tmp_path / "cache")._env()["CXX"]
+    assert cxx.startswith("/usr/") and "++" in cxx  # the system's, which the sandbox binds
