@@ -788,11 +788,13 @@ def prebuilt_loader(prebuilt: dict[str, dict], tc: str, where: Path):
         if entry is None:
             return original(*args, **kwargs)
         key = spec_key(spec, tc)
-        d = where / f"prebuilt-{key[:24]}"
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / f"{spec['name']}.so"
-        if not path.exists():
-            path.write_bytes(base64.b64decode(entry["so_b64"]))
+        # a fresh dir every call: the path is derivable from the candidate's own source,
+        # and an earlier job of this verification could have planted a library there
+        where.mkdir(parents=True, exist_ok=True)
+        path = (
+            Path(tempfile.mkdtemp(dir=where, prefix=f"prebuilt-{key[:24]}-")) / f"{spec['name']}.so"
+        )
+        path.write_bytes(base64.b64decode(entry["so_b64"]))
         loaded = importlib.util.spec_from_file_location(spec["name"], str(path))
         module = importlib.util.module_from_spec(loaded)
         loaded.loader.exec_module(module)
