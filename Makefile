@@ -35,6 +35,9 @@ toolchains:
 $(STAMP): pyproject.toml constraints.txt setup.py
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	@# the distribution was named `crucible` before 0.1.0 became `crucible-data` (PyPI's
+	@# `crucible` is another project): an old editable install of that name goes first
+	@$(BIN)/python -m pip uninstall -q -y crucible 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e '.[all]' -c constraints.txt
 	@touch $(STAMP)
 
@@ -42,7 +45,7 @@ $(STAMP): pyproject.toml constraints.txt setup.py
 # version labels such as torch's `+cpu` dropped, so an index without them resolves it).
 constraints:
 	@{ echo "# Exact versions measured together (make constraints); pyproject.toml has the ranges."; \
-	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v -e '^pip==' -e '^crucible==' | \
+	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v -e '^pip==' -e '^crucible-data==' | \
 	  sed -E 's/\+[A-Za-z0-9.]+$$//'; } > constraints.txt
 
 lint: install

@@ -167,7 +167,7 @@ GatesOpt = Annotated[
     typer.Option(
         "--gates",
         help="Comma-separated gates to run (Limits.gates); the gates they need run too. "
-        "E.g. parse,anticheat,compile,launch,correct checks a kernel on a machine with no "
+        "E.g. 'parse, anticheat, compile, launch, correct' checks a kernel on a machine with no "
         "GPU (pass/fail instead of infra_error no_gpu).",
     ),
 ]
@@ -195,7 +195,7 @@ class RunOptions:
         typer.Option(
             "--stages",
             help="Comma-separated stages to run, in pipeline order: "
-            "generate,verify,repair,dedup,export.",
+            "generate, verify, repair, dedup, export.",
         ),
     ] = DEFAULT_STAGES
     generator: Annotated[

@@ -8,6 +8,8 @@ uses). Imports happen on first use, with an install hint when they fail.
 
 from __future__ import annotations
 
+__crucible__ = True  # the mark flows/cli/install.py looks for: this module is Crucible's
+
 from collections.abc import Mapping
 from typing import Any
 

@@ -58,9 +58,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     sdist_hook = f"from setuptools import build_meta; build_meta.build_sdist({str(out)!r})"
     _run([sys.executable, "-c", sdist_hook], cwd=ROOT)
-    (sdist,) = out.glob("crucible-*.tar.gz")
+    (sdist,) = out.glob("crucible_data-*.tar.gz")
     _run([*PIP, "wheel", "-q", "--no-deps", "--no-build-isolation", str(sdist), "-w", str(out)])
-    (whl,) = out.glob("crucible-*.whl")
+    (whl,) = out.glob("crucible_data-*.whl")
     return whl
 
 
@@ -175,7 +175,7 @@ def test_ranges_admit_the_constrained_versions():
     pins = _constraints()
     reqs = [Requirement(r) for r in project["dependencies"]]
     for extra, items in project["optional-dependencies"].items():
-        reqs += [Requirement(r) for r in items if not r.startswith("crucible[")]
+        reqs += [Requirement(r) for r in items if not r.startswith("crucible-data[")]
         assert items, extra
     for req in reqs:
         name = canonicalize_name(req.name)

@@ -10,7 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from flows.cli import app, find_task
+from flows.cli import app
+from flows.cli.tasks import find_task
 from verifiers import catalog
 
 CATALOG = Path(__file__).resolve().parents[2] / "tasks"

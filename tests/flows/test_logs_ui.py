@@ -196,7 +196,7 @@ def test_progress_bars_show_the_time_remaining():
     from rich.console import Console
     from rich.progress import TimeRemainingColumn
 
-    from flows.cli import _progress
+    from flows.cli.run import _progress
 
     p = _progress(Console(file=io.StringIO()))
     assert any(isinstance(c, TimeRemainingColumn) for c in p.columns)

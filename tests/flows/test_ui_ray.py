@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from flows import stages
-from flows.cli import _print_result
+from flows.cli.run import _print_result
 from flows.stages import PipelineSettings, Reporter, reporting
 from ray_actors import cluster
 from ray_actors.verify import PoolSettings, VerifierWorker

@@ -304,7 +304,7 @@ def test_the_run_summary_says_the_exports_warnings_too(scenario: Scenario, tmp_p
 
     from rich.console import Console
 
-    from flows.cli import _print_result
+    from flows.cli.run import _print_result
 
     result = run_export(scenario, tmp_path, name="sized", size=500)
     assert result.manifest["warnings"]

@@ -1,0 +1,188 @@
+"""Benchmarks imported as catalog tasks: VerilogEval (RTL), KernelBench (CUDA, Triton),
+SuperCoder (x86asm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flows import render
+from flows.cli.base import (
+    app,
+)
+from verifiers import domain as domain_registry
+from verifiers.specfields import ImportProblems
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command(
+    "import-verilogeval",
+    short_help="Import VerilogEval problems as RTL tasks.",
+    rich_help_panel="Import",
+)
+def import_verilogeval(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="Directory of VerilogEval problems: "
+            "<name>_prompt.txt, <name>_ref.sv, <name>_test.sv"
+        ),
+    ],
+    dest: Annotated[
+        Path,
+        typer.Option(
+            help="Catalog root to write into; tasks land in DEST/<domain>/<name>/ (the "
+            "importer's domain)"
+        ),
+    ] = Path("imported"),
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[
+        str, typer.Option(help="Benchmark name recorded on each task")
+    ] = "verilogeval",
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Run each problem's reference through its own testbench and the catalog's "
+            "checks, with every gate, and skip (with the reason) the ones that fail; "
+            "--no-check writes them all unchecked",
+        ),
+    ] = True,
+) -> None:
+    """Import a VerilogEval-layout benchmark directory as tasks of the hardware-design
+    domain (then run them with `crucible run --tasks DEST`). Each reference's cost per
+    gate is measured and stored with its task, and sets that task's budgets."""
+    if not src.is_dir():
+        raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
+    _import_one_domain("verilogeval", src, dest, split, source=source, check=check)
+
+
+def _import_one_domain(benchmark: str, src: Path, dest: Path, split: str, **options) -> None:
+    """Run the importer of a benchmark that one domain declares into DEST/<domain>/."""
+    do_import, (domain,) = domain_registry.importer(benchmark)
+    if split not in ("train", "holdout"):
+        raise typer.BadParameter("must be train or holdout", param_hint="--split")
+    try:
+        imported, errors = do_import(src, dest / domain, split=split, **options), []
+    except ImportProblems as e:
+        imported, errors = e.imported, e.errors
+    _report_import(
+        imported,
+        errors,
+        f"{len(imported)} imported into {dest / domain} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest} --domain {domain}",
+    )
+
+
+def _report_import(imported: list[Path], errors: list[str], summary: str) -> None:
+    con = render.console()
+    for path in imported:
+        con.print(f"imported {path}")
+    for err in errors:
+        con.print(f"[bold red]skipped[/] {err}")
+    con.print(summary)
+    if errors:
+        raise typer.Exit(1)
+
+
+@app.command(
+    "import-kernelbench",
+    short_help="Import KernelBench problems as CUDA/Triton tasks.",
+    rich_help_panel="Import",
+)
+def import_kernelbench(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="Directory of KernelBench-style problem files (Model, get_inputs, "
+            "get_init_inputs); level<N>/ subdirectories set the level"
+        ),
+    ],
+    dest: Annotated[
+        Path,
+        typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
+    ] = Path("imported"),
+    domains: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--domain",
+            help="Domain to write each problem for, repeatable (default: every domain the "
+            "importer writes)",
+        ),
+    ] = None,
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[str, typer.Option(help="Benchmark name recorded on each task")] = (
+        "kernelbench"
+    ),
+) -> None:
+    """Import KernelBench problem files as tasks of the GPU kernel domains (verify
+    candidates with `crucible run --tasks DEST --domain <domain>`, on a GPU node)."""
+    do_import, known = domain_registry.importer("kernelbench")
+
+    if not src.is_dir():
+        raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
+    if split not in ("train", "holdout"):
+        raise typer.BadParameter("must be train or holdout", param_hint="--split")
+    wanted = tuple(dict.fromkeys(d.strip() for d in ",".join(domains or known).split(",")))
+    bad = [d for d in wanted if d not in known]
+    if bad:
+        raise typer.BadParameter(
+            f"the importer writes {', '.join(known)}, not {', '.join(map(repr, bad))}",
+            param_hint="--domain",
+        )
+    try:
+        imported, errors = do_import(src, dest, domains=wanted, split=split, source=source), []
+    except ImportProblems as e:
+        imported, errors = e.imported, e.errors
+    _report_import(
+        imported,
+        errors,
+        f"{len(imported)} task dirs written under {dest} ({split}), {len(errors)} skipped; "
+        f"run them with: crucible run --tasks {dest} " + " ".join(f"--domain {d}" for d in wanted),
+    )
+
+
+@app.command(
+    "import-supercoder",
+    short_help="Import SuperCoder programs as x86asm tasks.",
+    rich_help_panel="Import",
+)
+def import_supercoder(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="A SuperCoder-layout dataset: a .parquet/.jsonl/.json file of rows with "
+            "extra_info {c_code, inputs, outputs, unoptimized_assembly}, a directory of such "
+            "files, or a TopCode/ + TopIO/ directory"
+        ),
+    ],
+    dest: Annotated[
+        Path,
+        typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
+    ] = Path("imported"),
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[str, typer.Option(help="Benchmark name recorded on each task")] = (
+        "supercoder"
+    ),
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Import at most this many problems")
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Build each problem's -O3 baseline and run it on the problem's own tests, "
+            "skipping (with the reason) the ones it fails; --no-check writes them all",
+        ),
+    ] = True,
+) -> None:
+    """Import SuperCoder-layout problems (a C program, its assembly, tests as stdin and
+    expected stdout) as whole-program tasks of the assembly-optimization domain: the
+    candidate is the program's assembly, judged on its exact output and its speed."""
+    if not src.exists():
+        raise typer.BadParameter(f"{src} does not exist", param_hint="SRC")
+    _import_one_domain("supercoder", src, dest, split, source=source, check=check, limit=limit)

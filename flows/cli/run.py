@@ -1,0 +1,201 @@
+"""`crucible run` and `crucible serve`: the pipeline as a Prefect flow, once or on a
+schedule, with progress bars and the summary tables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flows import render
+from flows.cli.base import (
+    app,
+    print_export,
+    say_error,
+)
+from flows.options import (
+    RunOptions,
+    check_endpoint,
+    check_prefect_api,
+    lake_text,
+    open_lake,
+    pipeline_options,
+)
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+
+class _RichReporter:
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.task = None
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.task = self.progress.add_task(name, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task, n)
+
+    def done(self) -> None:
+        if self.task is not None:
+            t = self.progress.tasks[self.task]
+            self.progress.update(self.task, total=t.completed or 1, completed=t.completed or 1)
+
+
+@app.command(
+    short_help="Generate, verify, repair, dedup and export, once.",
+    rich_help_panel="Run",
+    needs=("lake", "ray", "pipeline"),
+)
+@pipeline_options
+def run(opts: RunOptions) -> None:
+    """Run the pipeline as a Prefect flow: generate candidates for the catalog's tasks,
+    verify them on Ray actors, repair failures from the tools' feedback, dedup, and
+    export SFT/DPO data; everything lands in the Delta lake. Re-running resumes: work
+    already in the lake is not redone. With no options: the built-in catalog, offline.
+
+    Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI."""
+    settings = opts.pipeline_settings()  # names and values: refused before anything is made
+    _preflight(settings)
+    from flows.pipeline import pipeline_flow
+    from flows.stages import reporting
+    from lake.store import LakeError
+    from ray_actors import cluster
+
+    con = render.console()
+    progress = _progress(con)
+    try:
+        with progress, reporting(_RichReporter(progress)):
+            result = pipeline_flow(settings)
+    except LakeError as e:
+        say_error(str(e), "lake error:")
+        raise typer.Exit(2) from None
+    except ValueError as e:
+        say_error(str(e))
+        raise typer.Exit(2) from None
+    finally:
+        cluster.shutdown()
+    _print_result(con, result, opts.lake)
+    if result["refused"]:
+        raise typer.Exit(1)
+
+
+def _preflight(settings) -> None:
+    """What a run needs outside this process, asked in seconds before the flow starts: the
+    Prefect API it reports to and the model endpoint; then the lake, opened (created if
+    absent) as the run will open it, so an unwritable one is refused here."""
+    check_prefect_api()
+    warning = check_endpoint(settings, os.environ)
+    if warning:
+        say_error(warning, "warning:")
+    open_lake(settings.lake)
+
+
+@app.command(
+    short_help="Run the pipeline on a cron schedule (Prefect).",
+    rich_help_panel="Run",
+    needs=("lake", "ray", "pipeline"),
+)
+@pipeline_options
+def serve(
+    cron: Annotated[str, typer.Option(help="When to run, as a cron line (UTC).")] = "0 * * * *",
+    name: Annotated[str, typer.Option(help="Deployment name shown in the Prefect UI.")] = (
+        "crucible-pipeline"
+    ),
+    *,
+    opts: RunOptions,
+) -> None:
+    """Serve the pipeline as a Prefect deployment on a cron schedule (runs until stopped
+    with Ctrl-C). Start `crucible server` first and export PREFECT_API_URL so the
+    schedule and its runs live in the server and show in its UI; the same parameters can
+    be changed per run there."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    from flows.pipeline import pipeline_flow
+
+    try:
+        CronSchedule(cron=cron)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{cron!r} is not a cron line (e.g. '0 * * * *')", param_hint="--cron"
+        ) from None
+    settings = opts.pipeline_settings()
+    check_prefect_api()  # a server that is down: said now, not when the first run is due
+    if not os.environ.get("PREFECT_API_URL"):
+        render.console().print(
+            "[yellow]PREFECT_API_URL is not set:[/] serving against a temporary server that "
+            "goes away with this process. Run `crucible server` and export "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api to keep the schedule and see it."
+        )
+    pipeline_flow.serve(name=name, cron=cron, parameters={"settings": settings})
+
+
+def _progress(con) -> Progress:
+    # only `run` draws bars: every other command (a one-off `verify`) skips the import
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description:<18}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=con,
+    )
+
+
+def _print_result(con, result: dict, lake: Path) -> None:
+    for e in result["refused"]:
+        con.print(f"[bold red]refused task[/] {e}")
+    c = result["counts"]
+    verified, vsec = c.get("verified", 0), c.get("verify_seconds", 0)
+    con.print(
+        f"run {result['run_id'][:12]}: {c.get('tasks', 0)} tasks, "
+        f"{c.get('generated', 0)} candidates generated, {verified} verified in {vsec:.1f}s "
+        f"({verified / max(vsec, 1e-9):.1f}/s), {c.get('repair_candidates', 0)} repairs, "
+        f"{c.get('trajectories_written', 0)} trajectories, total {result['seconds']:.1f}s; "
+        f"lake {lake_text(lake)}"
+    )
+    if c.get("worker_restarts"):
+        by = c.get("worker_restarts_by_resource") or {}
+        where = ", ".join(f"{n} on `{r}`" for r, n in sorted(by.items()))
+        con.print(
+            f"[yellow]{c['worker_restarts']} verifier worker(s) died and were restarted by "
+            f"Ray[/] ({where}); their batches were verified again"
+        )
+    _print_rows(
+        con,
+        "pass rates, whole lake (sql/pass_rates.sql)",
+        result["pass_rates"],
+        ["domain", "level", "origin", "candidates", "passed", "pass_rate", "infra_errors"],
+    )
+    _print_rows(
+        con,
+        "error taxonomy, whole lake (sql/error_taxonomy.sql)",
+        result["taxonomy"],
+        ["status", "category", "code", "count", "share"],
+    )
+    _print_rows(
+        con,
+        "perturbations that passed (sql/perturbation_survivors.sql)",
+        [r for r in result["survivors"] if r["survived"]],
+        ["generator", "perturbed", "survived", "survived_on"],
+    )
+    if c.get("export_path"):
+        print_export(con, c)
+
+
+def _print_rows(con, title: str, rows: list[dict], cols: list[str]) -> None:
+    con.print(render.rows_table(title, cols, [[r.get(c) for c in cols] for r in rows]))
