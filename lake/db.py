@@ -119,6 +119,11 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def ident(name: str) -> str:
+    """A SQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def scan(lake: Lake, table: str) -> str:
     """The `delta_scan(...)` expression for one table (latest version at each query)."""
     return f"delta_scan({quote(lake.table_uri(table))})"
@@ -155,19 +160,52 @@ def connect(
     try:
         if database != ":memory:":
             load_delta(con, lake)
-        for name, spec in TABLES.items():
-            con.execute(f"CREATE OR REPLACE {kind} raw_{name} AS SELECT * FROM {scan(lake, name)}")
-            con.execute(
-                f"CREATE OR REPLACE {kind} {name} AS SELECT * FROM raw_{name} QUALIFY "
-                f"row_number() OVER (PARTITION BY {spec.id_column} "
-                f"ORDER BY {spec.order_by}) = 1"
-            )
-        for text in view_sql():
-            con.execute(_CREATE_VIEW.sub(f"CREATE OR REPLACE {kind}", text))
+        for statement in view_statements(lake, kind):
+            con.execute(statement)
     except BaseException:
         con.close()
         raise
     return con
+
+
+def view_statements(lake: Lake, kind: str = "VIEW") -> list[str]:
+    """What `connect` runs once the delta extension is loaded: `raw_<table>` and `<table>`
+    for every table, then every `sql/views/` file."""
+    out: list[str] = []
+    for name, spec in TABLES.items():
+        out.append(f"CREATE OR REPLACE {kind} raw_{name} AS SELECT * FROM {scan(lake, name)}")
+        out.append(
+            f"CREATE OR REPLACE {kind} {name} AS SELECT * FROM raw_{name} QUALIFY "
+            f"row_number() OVER (PARTITION BY {spec.id_column} "
+            f"ORDER BY {spec.order_by}) = 1"
+        )
+    out += [_CREATE_VIEW.sub(f"CREATE OR REPLACE {kind}", text) for text in view_sql()]
+    return out
+
+
+def duckdb_script(lake: Lake) -> str:
+    """A SQL script that opens the lake in a plain DuckDB of this version (its CLI, `duckdb
+    -init FILE`, or `duckdb.connect().execute(script)`), offline: the delta extension is
+    loaded from the wheel's file, never downloaded, and every view `connect` makes is made.
+    For a lake on S3 the script loads httpfs but holds no credentials: it says where the
+    user's own CREATE SECRET goes."""
+    lines = [
+        f"-- Crucible lake {lake.root}: its tables and views for DuckDB {duckdb.__version__}",
+        "-- (`crucible sql --duckdb-script`; the delta extension file must match that version)",
+        "SET autoinstall_known_extensions = false;",
+        "SET autoload_known_extensions = false;",
+        "SET disabled_optimizers = 'join_filter_pushdown';  -- as Crucible's own connections",
+    ]
+    if lake.s3 is not None:
+        lines += [
+            f"LOAD {quote(str(extension_path('httpfs')))};",
+            f"-- add your CREATE SECRET (TYPE s3, KEY_ID ..., SECRET ..., SCOPE "
+            f"{quote(lake.s3.url)}) here: no credentials are written into this script",
+        ]
+    lines.append(f"LOAD {quote(str(delta_extension_path()))};")
+    for s in view_statements(lake):  # a view file may end in a comment: `;` on its own line
+        lines.append(s.rstrip() if s.rstrip().endswith(";") else s.rstrip() + "\n;")
+    return "\n".join(lines) + "\n"
 
 
 def available_sql() -> list[str]:

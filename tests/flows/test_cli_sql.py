@@ -189,3 +189,62 @@ def test_a_lake_path_that_is_no_lake_is_refused_and_not_created(tmp_path: Path) 
         assert res.exit_code == 2, res.output
         assert one_line(res).startswith(f"lake error: no lake at {typo}")
         assert not typo.exists()
+
+
+def test_a_long_result_shows_its_first_rows_and_says_how_many(lake) -> None:
+    q = "SELECT range AS i FROM range(100)"
+    res = sql(lake, q)
+    assert res.exit_code == 0, res.output
+    assert "first 40 of 100 rows shown" in res.output
+    assert table_rows(res.output)[1:] == [[str(i)] for i in range(40)]
+    res = sql(lake, q, "--max-rows", "3")
+    assert "first 3 of 100 rows" in res.output and len(table_rows(res.output)) == 4
+    res = sql(lake, q, "--max-rows", "0")
+    assert "first" not in res.output
+    assert len(table_rows(res.output)) == 101
+    res = sql(lake, q, "--json")  # a machine format is the whole result
+    assert len(res.output.splitlines()) == 100
+
+
+def test_the_shell_has_schema_mode_and_maxrows(lake) -> None:
+    res = sql(lake, stdin=".schema tasks\n")
+    assert res.exit_code == 0, res.output
+    cols = dict(r[:2] for r in table_rows(res.output)[1:])
+    assert cols["task_id"] == "VARCHAR" and "domain" in cols
+    res = sql(lake, stdin=".schema\n")
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "latest_verdicts(" in flat and "raw_verdicts(" in flat and "candidate_id VARCHAR" in flat
+    script = ".mode json\nSELECT 1 AS a;\n.mode csv\nSELECT 2 AS b;\n.maxrows 2\n.mode table\n"
+    script += "SELECT range AS i FROM range(5);\n.mode\n.maxrows\n"
+    res = sql(lake, stdin=script)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[:3] == ['{"a": 1}', "b", "2"]
+    assert "first 2 of 5 rows shown" in res.output and lines[-2:] == ["table", "2"]
+    for bad in (".schema nope\n", ".mode xml\n", ".maxrows many\n", ".frobnicate\n"):
+        res = sql(lake, stdin=bad)
+        assert res.exit_code == 1, (bad, res.output)  # a script's bad command fails the run
+
+
+def test_the_duckdb_script_opens_the_lake_in_plain_duckdb(lake, tmp_path: Path) -> None:
+    """The script runs in a Python that has only duckdb (no Crucible on its path, no
+    network): the same views, the same rows."""
+    import subprocess
+    import sys
+
+    res = sql(lake, "--duckdb-script")
+    assert res.exit_code == 0, res.output
+    script = tmp_path / "lake.sql"
+    script.write_text(res.output)
+    probe = (
+        "import duckdb, sys; con = duckdb.connect(); con.execute(open(sys.argv[1]).read()); "
+        "print(con.execute('SELECT count(*) FROM latest_verdicts').fetchone()[0], "
+        "con.execute('SELECT count(*) FROM candidates').fetchone()[0])"
+    )
+    p = subprocess.run([sys.executable, "-I", "-c", probe, str(script)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["2", "2"]
+    res = sql(lake, "--duckdb-script", "SELECT 1")
+    assert res.exit_code == 2 and "takes no QUERY" in one_line(res)
