@@ -476,6 +476,42 @@ def check_catalog(
             f"(known: {listed}); `crucible tasks` lists them",
             param_hint="--task",
         )
+    check_some_task_loads(roots, domains, names, lake)
+
+
+def check_some_task_loads(
+    roots: list[Path] | tuple[Path, ...],
+    domains: tuple[str, ...],
+    names: list[str] | tuple[str, ...] | None,
+    lake: Path | None,
+) -> None:
+    """At least one task the run selects is well-formed (or already in `lake`): a catalog
+    whose every task would be refused is refused here, before any work. Tasks load one
+    at a time and the first good one ends the check, so a sound catalog costs one task."""
+    from verifiers.catalog import load_catalog
+
+    errors: list[Exception] = []
+    for root in roots:
+        for d in domains:
+            if not (Path(root) / d).is_dir():
+                continue
+            for p in sorted((Path(root) / d).iterdir()):
+                if not p.is_dir() or (names and p.name not in names):
+                    continue
+                loaded, bad = load_catalog(root, [d], [p.name])
+                if loaded:
+                    return
+                errors += bad
+    if not errors:
+        return  # no task dir at all was already said by check_catalog
+    held = _lake_task_names(lake, domains) if lake is not None else set()
+    if held and (not names or held & set(names)):
+        return  # the lake's own tasks are the run's work
+    raise UserError(
+        f"every task this run selects is refused ({len(errors)} of them; nothing would be "
+        f"generated, verified or exported): {errors[0]}"
+        + (f"; `crucible tasks --tasks {roots[0]}` lists the others" if len(errors) > 1 else "")
+    )
 
 
 def _lake_task_names(lake: Path, domains: tuple[str, ...]) -> set[str]:

@@ -103,6 +103,12 @@ def pipeline_flow(settings: PipelineSettings = DEFAULTS) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 steps[name]()
                 ctx.counts[f"seconds_{name}"] = round(time.perf_counter() - t0, 3)
+            if name == "generate" and ctx.refused and not stages.task_ids(ctx):
+                # every task refused (malformed, or its reference fails): no stage has work,
+                # and an export would be an empty dataset
+                log.warning("every task of the run is refused: the later stages are skipped")
+                ctx.counts["all_refused"] = 1
+                return
 
     return _run("pipeline", settings, body)
 

@@ -160,6 +160,12 @@ def _print_result(con, result: dict, lake: Path) -> None:
     for e in result["refused"]:
         con.print(f"[bold red]refused task[/] {e}")
     c = result["counts"]
+    if c.get("all_refused"):
+        con.print(
+            f"run {result['run_id'][:12]}: every task of the run is refused (above), so nothing "
+            f"was generated, verified or exported; fix them and run again; lake {lake_text(lake)}"
+        )
+        return
     verified, vsec = c.get("verified", 0), c.get("verify_seconds", 0)
     con.print(
         f"run {result['run_id'][:12]}: {c.get('tasks', 0)} tasks, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -339,3 +340,20 @@ def test_import_kernelbench_hints_at_the_option_it_has(tmp_path):
     assert res.exit_code == 2
     line = _one_line(res)
     assert "Invalid value for --domain:" in line and "not 'nope'" in line
+
+
+def test_a_catalog_whose_every_task_is_malformed_is_refused_before_work(tmp_path, started):
+    root = tmp_path / "catalog"
+    for name in ("broken_a", "broken_b"):
+        (root / "rtl" / name).mkdir(parents=True)
+        (root / "rtl" / name / "task.toml").write_text("this is = not [ a task\n")
+    lake = tmp_path / "lake"
+    res = runner.invoke(app, ["run", "--tasks", str(root), "--domain", "rtl", "--lake", str(lake)])
+    assert res.exit_code == 2, res.output
+    line = _one_line(res)
+    assert "every task this run selects is refused (2 of them" in line and "broken_a" in line
+    assert started == [] and not lake.exists()
+    # one good task beside them: the run goes ahead (the bad ones are refused in the run)
+    shutil.copytree(ROOT / "tasks" / "rtl" / "mux4", root / "rtl" / "mux4")
+    res = runner.invoke(app, ["run", "--tasks", str(root), "--domain", "rtl", "--lake", str(lake)])
+    assert started == ["pipeline_flow"], res.output

@@ -89,3 +89,23 @@ def test_a_reference_that_fails_is_a_refused_task_checked_once(tmp_path, local_r
         "USING (candidate_id) WHERE c.origin = 'reference' GROUP BY ALL",
     )
     assert refs == [("reference", 2)]
+
+
+def test_a_run_whose_every_task_is_refused_stops_after_ingest(tmp_path, harness, local_ray):
+    """Over 30 s with set-up (Ray and the Prefect harness, shared in the suite). The whole
+    pipeline flow over a catalog whose one task's reference fails: the run
+    stops after the reference check, with no candidate, no verdict but the reference's,
+    and no export (it used to run every stage and write an empty dataset)."""
+    from flows.pipeline import pipeline_flow
+
+    full = _catalog(tmp_path)
+    root = tmp_path / "only_bad"
+    shutil.copytree(full / "cad" / "pocket_raises", root / "cad" / "pocket_raises")
+    lake = tmp_path / "lake"
+    result = pipeline_flow(PipelineSettings(lake=lake, task_roots=(root,), domains=("cad",)))
+    c = result["counts"]
+    assert c["all_refused"] == 1 and "pocket_raises" in result["refused"][0]
+    assert "export_path" not in c and "seconds_verify" not in c
+    assert not (lake / "exports").exists() or not any((lake / "exports").iterdir())
+    assert q(lake, "SELECT count(*) FROM candidates") == [(0,)]
+    assert q(lake, "SELECT count(*) FROM verdicts") == [(1,)]
