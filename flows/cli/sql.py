@@ -199,8 +199,7 @@ def _sql_print(con, table, out: _Output) -> None:
         )
         if cut:  # a line of its own: a title or caption wraps at the table's width
             con.print(
-                f"first {out.max_rows} of {total:,} rows shown (--max-rows 0, or .maxrows 0 "
-                "in the shell, shows all)",
+                f"first {out.max_rows} of {total:,} rows shown (all: --max-rows 0 or .maxrows 0)",
                 highlight=False,
             )
 
