@@ -174,8 +174,11 @@ GatesOpt = Annotated[
 MixOpt = Annotated[
     str | None,
     typer.Option(
-        help='Export mix as JSON or a .json file: {"domain": {"<domain>": 1}, "level": '
-        '{"1": 1, "3": 2}, "origin": {...}}.'
+        help="Export mix: target shares of the exported rows per dimension, as JSON or a "
+        '.json file: {"domain": {"rtl": 0.6, "embedded": 0.4}, "level": {"3": 0.5, "*": 0.5}, '
+        '"origin": {...}}. Normalised to sum to 1; a dimension that names shares gives '
+        'the values it does not name none, unless "*" gives them a share together. A '
+        "share short of rows is not filled with others; the export says asked vs got.",
     ),
 ]
 
@@ -321,9 +324,16 @@ class RunOptions:
                 node_wait_s=self.node_wait,
             ),
             verdict_batch=self.commit_every,
-            export={"mix": parse_mix(self.mix)} if self.mix else {},
+            export=self.export_fields(),
             export_dir=self.export_dir,
         )
+
+    def export_fields(self) -> dict[str, Any]:
+        """The export stage's settings given on the command line (`ExportSettings` fields)."""
+        fields: dict[str, Any] = {}
+        if self.mix:
+            fields["mix"] = parse_mix(self.mix)
+        return fields
 
 
 def pipeline_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -379,13 +389,26 @@ def _json_arg(text: str, hint: str) -> Any:
 
 
 def parse_mix(text: str) -> dict:
+    """`--mix`: target shares per dimension (lake.export.ExportSettings says how they are
+    met), checked as the export will check them, domain names against the registry."""
+    from lake.export import ExportSettings
+
     mix = _json_arg(text, "--mix")
-    if not isinstance(mix, dict) or not set(mix) <= {"domain", "level", "origin"}:
+    if (
+        not isinstance(mix, dict)
+        or not set(mix) <= {"domain", "level", "origin"}
+        or not all(isinstance(v, dict) for v in mix.values())
+    ):
         raise typer.BadParameter(
-            'expected {"domain": {...}, "level": {...}, "origin": {...}} weights',
+            'expected target shares {"domain": {...}, "level": {...}, "origin": {...}}, '
+            'e.g. {"domain": {"rtl": 0.6, "embedded": 0.4}}; "*" names the rest',
             param_hint="--mix",
         )
     check_mix_domains(mix)
+    try:
+        ExportSettings(mix=mix)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--mix") from None
     return mix
 
 
@@ -536,9 +559,11 @@ def _lake_task_names(lake: Path, domains: tuple[str, ...]) -> set[str]:
 
 
 def check_mix_domains(mix: dict | None) -> None:
-    """A mix that weights a domain no registry entry has would sample nothing of it."""
+    """A mix that gives a share to a domain no registry entry has would get nothing of it
+    (`"*"`, the share of the domains not named, is no domain)."""
     for name in (mix or {}).get("domain") or {}:
-        check_domain(str(name), "--mix")
+        if str(name) != "*":
+            check_domain(str(name), "--mix")
 
 
 def _is_url(lake: Path | str) -> bool:

@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,8 @@ SQL_FILES = {
     "unproven": "unproven_passes",
     "provenance": "export_provenance",
 }
-MANIFEST_FORMAT = 2  # 2: counts by level and origin, provenance, warnings
+MANIFEST_FORMAT = 3  # 2: counts by level and origin, provenance, warnings; 3: mix shares
+# asked vs exported
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # a Hugging Face license identifier (https://huggingface.co/docs/hub/repositories-licenses)
 _LICENSE = re.compile(r"[a-z0-9][a-z0-9.+-]*")
@@ -245,15 +247,25 @@ class ExportError(Exception):
 class ExportSettings:
     """What to export and how to mix it.
 
-    Mix: `{"domain": {"<a domain>": 1.0}, "level": {"1": 1, "3": 2}, "origin": {"perturb": 0}}`.
-    A row's weight is the product of its factors; a value the dimension does not name
-    weighs its `"*"` entry, or 1.0. Levels may be given as ints or strings.
-    - Weight 0 drops the row, whatever `size` is.
-    - `size=None`: every row with weight > 0, once each (weights do not duplicate rows).
-    - `size=N`: per kind, N rows drawn without replacement with probability proportional
-      to weight (Efraimidis-Spirakis keys from a hash of `seed`, the kind and the row's
-      id: the same lake and settings draw the same rows); all rows if fewer are eligible.
-    Rows are written in the order of those keys, a seeded shuffle.
+    Mix: target shares of the exported rows, per dimension (domain, level, origin), e.g.
+    `{"domain": {"rtl": 0.6, "embedded": 0.4}, "level": {"3": 1, "*": 1}}`. Levels may be
+    given as ints or strings. Shares are normalised to sum to 1 per dimension (the
+    manifest says so when they did not). Once a dimension names a share, the values it
+    does not name get none; `"*"` gives them a share together (the rest). Per kind (see
+    `draw`):
+    - `size=N`: each value's quota is its share of N (largest remainders, so quotas sum to
+      N); rows are drawn without replacement in a seeded order. A value with fewer
+      eligible rows than its quota gives what it has and the export is that much smaller:
+      the shortfall is never filled with other values, which would break their shares;
+      a warning says asked, got and why.
+    - `size=None`: the largest N at which every share is met by the rows there are (a
+      value with no eligible row at all cannot be met at any size: it is left out of that
+      and warned about). No mix: every eligible row.
+    - Several dimensions: each row counts against its value's quota in every dimension;
+      rows of the scarcest quotas are placed first, then the seeded order. A quota the
+      others' quotas keep from being met is warned about like a short one.
+    The seed orders rows within their values (a hash of `seed`, the kind and the row's id:
+    the same lake and settings give the same rows), and rows are written in that order.
 
     The card: `license` is a Hugging Face license id, or "other" with `license_name` and
     `license_link` (refused without them); "" leaves it unset and the card says so.
@@ -294,9 +306,15 @@ class ExportSettings:
         for dim, weights in self.mix.items():
             if dim not in MIX_DIMENSIONS:
                 raise ValueError(f"mix dimension {dim!r}: use {', '.join(MIX_DIMENSIONS)}")
-            bad = {k: w for k, w in weights.items() if not (w >= 0 and math.isfinite(w))}
+            bad = {k: w for k, w in weights.items() if not _share_ok(w)}
             if bad:
-                raise ValueError(f"mix weights must be finite and >= 0: {dim} {bad}")
+                raise ValueError(f"mix shares must be numbers, finite and >= 0: {dim} {bad}")
+            if weights and not any(weights.values()):
+                raise ValueError(
+                    f"mix {dim}: every share is 0, so nothing would be exported (values the "
+                    f"mix does not name get none); to leave out only these, give the rest a "
+                    f'share: {{"{dim}": {{..., "{ANY}": 1}}}}'
+                )
         if self.size is not None and self.size < 0:
             raise ValueError("size must be None (everything eligible) or >= 0")
         if self.shard_rows < 1:
@@ -326,6 +344,10 @@ class ExportSettings:
             for dim, ws in sorted(self.mix.items())
         }
         return d
+
+
+def _share_ok(w: Any) -> bool:
+    return isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
 
 
 def _check_license(license: str, name: str, link: str) -> None:
@@ -391,9 +413,11 @@ def export(
         raise ExportError(f"export {final} already exists: pick another name or remove it")
     versions = lake.versions()
     read_versions = {t: versions[t] for t in READ_TABLES}
-    built, stats = build_rows(con, settings)
+    built, stats, mixes = build_rows(con, settings)
     provenance = export_provenance(con, built)
-    warnings = export_warnings(settings, built)
+    warnings = export_warnings(settings, built, mixes)
+    for line in mix_notes(settings.mix):
+        log.info("export: %s", line)
     for line in warnings:
         log.warning("export: %s", line)
     out.mkdir(parents=True, exist_ok=True)
@@ -401,7 +425,16 @@ def export(
     try:
         files = _write_kinds(tmp, built, settings.shard_rows)
         manifest = _manifest(
-            name, created_at, settings, built, stats, files, read_versions, provenance, warnings
+            name,
+            created_at,
+            settings,
+            built,
+            stats,
+            files,
+            read_versions,
+            provenance,
+            warnings,
+            mixes,
         )
         _write_text(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         write_chart(manifest, tmp / CHART)
@@ -427,12 +460,14 @@ def export(
 
 def build_rows(
     con: duckdb.DuckDBPyConnection, settings: ExportSettings
-) -> tuple[dict[str, list[ExportRow]], dict[str, dict[str, int]]]:
-    """Every kind's rows after eligibility, filters and the mix, and per-kind counters."""
+) -> tuple[dict[str, list[ExportRow]], dict[str, dict[str, int]], dict[str, dict[str, Any]]]:
+    """Every kind's rows after eligibility, filters and the mix; per-kind counters; and
+    per kind the mix report (`draw`)."""
     _require_dedup(con, settings)
     tasks = {r["task_id"]: task_from_row(r) for r in db.rows(con, SQL_FILES["tasks"])}
     built: dict[str, list[ExportRow]] = {}
     stats: dict[str, dict[str, int]] = {}
+    mixes: dict[str, dict[str, Any]] = {}
     unproven = (
         {r["verdict_id"] for r in db.rows(con, SQL_FILES["unproven"])}
         if settings.require_proven
@@ -444,30 +479,81 @@ def build_rows(
             n = len(rows)
             rows = [r for r in rows if not unproven.intersection(r.data["source_verdict_ids"])]
             kind_stats = {**kind_stats, "unproven_dropped": n - len(rows)}
-        built[kind] = sample(rows, SAMPLE_AS.get(kind, kind), settings)
+        drawn = draw(rows, SAMPLE_AS.get(kind, kind), settings)
+        built[kind], mixes[kind] = drawn.rows, drawn.report
         stats[kind] = {**kind_stats, "eligible": len(rows), "exported": len(built[kind])}
         log.info("export: %s %d rows of %d eligible", kind, len(built[kind]), len(rows))
-    return built, stats
+    return built, stats, mixes
 
 
 def export_warnings(
-    settings: ExportSettings, built: Mapping[str, Sequence[ExportRow]]
+    settings: ExportSettings,
+    built: Mapping[str, Sequence[ExportRow]],
+    mixes: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[str]:
-    """What the user asked for and did not get: a size above what is eligible, empty kinds."""
+    """What the user asked for and did not get: a size above what is eligible, a share
+    left short (asked, got and why), empty kinds."""
     out = []
+    empty = (
+        "written as one empty shard with the schema, not declared as a config of the card "
+        "(datasets cannot load an empty split)"
+    )
     for kind, rows in built.items():
-        if settings.size is not None and len(rows) < settings.size:
+        report = (mixes or {}).get(kind) or {}
+        dims = report.get("dimensions") or {}
+        sized_short = settings.size is not None and len(rows) < settings.size
+        if not dims or not report.get("eligible"):  # no mix, or nothing to mix
+            if sized_short:
+                out.append(
+                    f"{kind}: size {settings.size} asked, only {len(rows)} "
+                    f"{'row' if len(rows) == 1 else 'rows'} eligible: "
+                    f"exported {len(rows)}"
+                )
+            elif not rows:
+                out.append(f"{kind}: no eligible rows; {empty}")
+            continue
+        if sized_short:
             out.append(
-                f"{kind}: size {settings.size} asked, only {len(rows)} "
-                f"{'row' if len(rows) == 1 else 'rows'} eligible (after the mix): "
-                f"exported {len(rows)}"
+                f"{kind}: size {settings.size} asked, exported {len(rows)}: the shares left "
+                "short below are not filled with other values (that would break their shares)"
             )
-        elif not rows:
+        for dim, entries in dims.items():
+            out += [_short_share(kind, dim, e, report, len(rows)) for e in entries if _short(e)]
+        if not rows:
             out.append(
-                f"{kind}: no eligible rows; written as one empty shard with the schema, "
-                "not declared as a config of the card (datasets cannot load an empty split)"
+                f"{kind}: no eligible rows with a share in the mix ({report['eligible']} "
+                f"eligible in all); {empty}"
             )
     return out
+
+
+def _short(entry: Mapping[str, Any]) -> bool:
+    return entry["exported"] < entry["target"]
+
+
+def _short_share(
+    kind: str, dim: str, e: Mapping[str, Any], report: Mapping[str, Any], exported: int
+) -> str:
+    """One share left short: asked, got, why."""
+    name = "the rest (*)" if e["value"] == ANY else e["value"]
+    n = e["eligible"]
+    if n < e["target"]:
+        why = (
+            f"only {n} eligible {name} {'row' if n == 1 else 'rows'}"
+            if n
+            else f"no eligible {name} row"
+        )
+    else:
+        others = [d for d in report["dimensions"] if d != dim]
+        why = (
+            f"{n} eligible, but the rest of them fall under quotas of "
+            f"{' and '.join(others)} that were full"
+        )
+    of = f"size {report['size']}" if report["sized_by"] == "size" else f"{report['size']} rows"
+    return (
+        f"{kind}: {dim} {name}: asked share {e['asked']:.4g} ({e['target']} of {of}), "
+        f"exported {e['exported']} ({e['share']:.4g} of {exported}): {why}"
+    )
 
 
 def export_provenance(
@@ -561,7 +647,7 @@ def default_name(created_at: str) -> str:
 
 def _require_dedup(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> None:
     for r in db.rows(con, SQL_FILES["coverage"]):
-        if weight_of({"domain": r["domain"]}, settings.mix) == 0:
+        if not domain_wanted(r["domain"], settings.mix):
             continue
         if r["judged"] == 0:
             raise ExportError(
@@ -649,9 +735,8 @@ def build_sft_repair_completion(
     for row in rows:
         data = dict(row.data)
         *prompt, fix = data.pop("messages")
-        out.append(
-            ExportRow(row.key, {"prompt": prompt, "completion": [fix], **data}, row.verifier)
-        )
+        data = {"prompt": prompt, "completion": [fix], **data}
+        out.append(ExportRow(row.key, data, row.verifier))
     return out, stats
 
 
@@ -866,30 +951,173 @@ BUILDERS = {
 # --- mix and sampling ------------------------------------------------------------------------
 
 
-def weight_of(values: Mapping[str, Any], mix: Mapping[str, Mapping[str | int, float]]) -> float:
-    """The product of the mix factors of the dimensions `values` has."""
-    weight = 1.0
-    for dim, weights in mix.items():
-        if dim not in values:
-            continue
-        by_text = {str(k): float(w) for k, w in weights.items()}
-        weight *= by_text.get(str(values[dim]), by_text.get(ANY, 1.0))
-    return weight
+def mix_shares(mix: Mapping[str, Mapping[str | int, float]]) -> dict[str, dict[str, Fraction]]:
+    """The mix as exact target shares: per dimension that names any value, each named
+    value's share (`"*"`: the unnamed values' together), normalised to sum to 1. Exact
+    (the decimals as written), so quotas round the same way everywhere."""
+    out: dict[str, dict[str, Fraction]] = {}
+    for dim in MIX_DIMENSIONS:
+        given = {str(k): Fraction(repr(float(w))) for k, w in (mix.get(dim) or {}).items()}
+        total = sum(given.values())
+        if total:
+            out[dim] = {k: given[k] / total for k in sorted(given, key=_sort_key)}
+    return out
+
+
+def mix_notes(mix: Mapping[str, Mapping[str | int, float]]) -> list[str]:
+    """What the mix was taken to mean, where it was not literal: shares not summing to 1."""
+    notes = []
+    for dim, shares in mix_shares(mix).items():
+        total = sum(Fraction(repr(float(w))) for w in mix[dim].values())
+        if total != 1:
+            shown = ", ".join(f"{v} {float(x):.4g}" for v, x in shares.items())
+            notes.append(
+                f"mix {dim}: the shares sum to {float(total):.4g}, not 1: normalised to {shown}"
+            )
+    return notes
+
+
+def bucket(value: Any, shares: Mapping[str, Fraction]) -> str | None:
+    """The entry of a dimension's shares a value counts against: its own, else `"*"`'s;
+    None when the dimension names neither (it gets no share)."""
+    text = str(value)
+    if text != ANY and text in shares:
+        return text
+    return ANY if ANY in shares else None
+
+
+def domain_wanted(domain: str, mix: Mapping[str, Mapping[str | int, float]]) -> bool:
+    """Whether the mix gives `domain` a share (no domain shares: every domain has one)."""
+    shares = mix_shares(mix).get("domain")
+    if shares is None:
+        return True
+    b = bucket(domain, shares)
+    return b is not None and shares[b] > 0
+
+
+def quotas(shares: Mapping[str, Fraction], n: int) -> dict[str, int]:
+    """`n` split by `shares` (summing to 1) into integers summing to `n`: each gets the
+    floor of its share, the rest go one each to the largest remainders (ties: by value)."""
+    raw = {v: s * n for v, s in shares.items()}
+    out = {v: math.floor(x) for v, x in raw.items()}
+    for v in sorted(raw, key=lambda v: (out[v] - raw[v], _sort_key(v)))[: n - sum(out.values())]:
+        out[v] += 1
+    return out
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A kind's rows as the mix drew them, and the mix report: per dimension, each share
+    asked against what was exported (the manifest's `mix`)."""
+
+    rows: list[ExportRow]
+    report: dict[str, Any]
+
+
+def draw(rows: Sequence[ExportRow], kind: str, settings: ExportSettings) -> Draw:
+    """The rows the mix and the size ask for (see `ExportSettings`), in seeded order."""
+    shares = mix_shares(settings.mix)
+    order = sorted(rows, key=lambda r: (-_unit(settings.seed, kind, r.key), r.key))
+    buckets = {r.key: {d: bucket(r.data[d], ws) for d, ws in shares.items()} for r in rows}
+
+    def wanted(row: ExportRow, but: str = "") -> bool:
+        return all(
+            b is not None and shares[d][b] > 0 for d, b in buckets[row.key].items() if d != but
+        )
+
+    pool = [r for r in order if wanted(r)]
+    # eligible per (dimension, value): rows that the other dimensions' shares let in
+    eligible = {
+        d: Counter(buckets[r.key][d] or str(r.data[d]) for r in order if wanted(r, but=d))
+        for d in shares
+    }
+    if settings.size is not None:
+        target, sized_by = settings.size, "size"
+    elif shares:
+        target, sized_by = _fitting_size(shares, eligible, len(pool)), "shares"
+    else:
+        target, sized_by = len(pool), "all"
+    quota = {d: quotas(ws, target) for d, ws in shares.items()}
+    left = {d: dict(q) for d, q in quota.items()}
+
+    def scarcity(row: ExportRow) -> Fraction:
+        ratios = [
+            Fraction(eligible[d][b], quota[d][b])
+            for d, b in buckets[row.key].items()
+            if b is not None and quota[d][b]
+        ]
+        return min(ratios, default=Fraction(0))
+
+    picked = []
+    for row in sorted(pool, key=scarcity) if len(shares) > 1 else pool:
+        if len(picked) == target:
+            break
+        own = buckets[row.key]
+        if all(left[d][b] > 0 for d, b in own.items()):  # type: ignore[index]
+            picked.append(row)
+            for d, b in own.items():
+                left[d][b] -= 1  # type: ignore[index]
+    picked.sort(key=lambda r: (-_unit(settings.seed, kind, r.key), r.key))
+    report = _mix_report(picked, shares, eligible, quota, target, sized_by)
+    return Draw(picked, {"eligible": len(rows), **report})
 
 
 def sample(rows: Sequence[ExportRow], kind: str, settings: ExportSettings) -> list[ExportRow]:
-    """Drop weight-0 rows, draw `size` of the rest by weight, in seeded order."""
-    keyed = []
-    for row in rows:
-        w = weight_of({d: row.data[d] for d in MIX_DIMENSIONS}, settings.mix)
-        if w > 0:
-            # Efraimidis-Spirakis: the top-N of u^(1/w) is a weighted draw without
-            # replacement; log form for precision.
-            keyed.append((math.log(_unit(settings.seed, kind, row.key)) / w, row.key, row))
-    keyed.sort(key=lambda e: (-e[0], e[1]))
-    if settings.size is not None:
-        keyed = keyed[: settings.size]
-    return [row for _, _, row in keyed]
+    """`draw`'s rows only."""
+    return draw(rows, kind, settings).rows
+
+
+def _fitting_size(
+    shares: Mapping[str, Mapping[str, Fraction]],
+    eligible: Mapping[str, Counter[str]],
+    most: int,
+) -> int:
+    """The largest size whose quotas the eligible rows meet in every dimension, a value
+    with no eligible row left out (no size meets it)."""
+    bounds = [
+        math.floor(eligible[d][v] / s)
+        for d, ws in shares.items()
+        for v, s in ws.items()
+        if s > 0 and eligible[d][v] > 0
+    ]
+    n = min([most, *bounds])
+    while n > 0 and any(
+        q > eligible[d][v] > 0 for d, ws in shares.items() for v, q in quotas(ws, n).items()
+    ):
+        n -= 1  # a remainder rounded up past what is there
+    return n
+
+
+def _mix_report(
+    picked: Sequence[ExportRow],
+    shares: Mapping[str, Mapping[str, Fraction]],
+    eligible: Mapping[str, Counter[str]],
+    quota: Mapping[str, Mapping[str, int]],
+    target: int,
+    sized_by: str,
+) -> dict[str, Any]:
+    """Per dimension, per value: the share asked (normalised), its quota of the target
+    size, the eligible rows, the rows exported and their share of the export. Values
+    the mix does not name (no `"*"`) are listed with share 0 (`named` false): the rows
+    they had were left out."""
+    dims: dict[str, list[dict[str, Any]]] = {}
+    for d, ws in shares.items():
+        got = Counter(bucket(r.data[d], ws) for r in picked)
+        entries = []
+        for v in [*ws, *sorted(set(eligible[d]) - set(ws), key=_sort_key)]:
+            entries.append(
+                {
+                    "value": v,
+                    "named": v in ws,
+                    "asked": float(ws.get(v, 0)),
+                    "target": quota[d].get(v, 0),
+                    "eligible": eligible[d][v],
+                    "exported": got[v],
+                    "share": round(got[v] / len(picked), 4) if picked else 0.0,
+                }
+            )
+        dims[d] = entries
+    return {"size": target, "sized_by": sized_by, "dimensions": dims}
 
 
 def _unit(seed: int, kind: str, key: str) -> float:
@@ -960,6 +1188,7 @@ def _manifest(
     versions: Mapping[str, int],
     provenance: Mapping[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    mixes: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     by: dict[str, dict[str, dict[str, int]]] = {d: {} for d in MIX_DIMENSIONS}
     verifiers: Counter[tuple[str, str, str, str]] = Counter()
@@ -977,6 +1206,15 @@ def _manifest(
         "counts_by_origin": by["origin"],
         "provenance": dict(provenance or {}),
         "warnings": list(warnings),
+        # per kind and dimension: each share asked against what was exported (`draw`)
+        "mix": {
+            "shares": {
+                d: {v: float(x) for v, x in ws.items()}
+                for d, ws in mix_shares(settings.mix).items()
+            },
+            "notes": mix_notes(settings.mix),
+            "kinds": {kind: dict(r) for kind, r in (mixes or {}).items()},
+        },
         "stats": {kind: dict(s) for kind, s in stats.items()},
         "files": files,
         "lake_versions": dict(versions),
@@ -1185,6 +1423,48 @@ def _gate_lines(manifest: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _mix_lines(manifest: Mapping[str, Any]) -> list[str]:
+    settings = manifest["settings"]
+    mix = manifest.get("mix") or {}
+    size = settings["size"] if settings["size"] is not None else "all"
+    if not mix.get("shares"):
+        return [
+            f"No mix: every eligible row, or with a size a uniform seeded draw of that many "
+            f"per config; size per config: {size}; seed: {settings['seed']}."
+        ]
+    lines = [
+        f"Mix, as target shares of each config's rows per dimension: "
+        f"`{json.dumps(settings['mix'])}`; size per config: {size}; seed: "
+        f"{settings['seed']}. A dimension that names shares gives the values it does not "
+        f"name none, unless `*` gives them a share together. A share is met up to the "
+        "eligible rows of its value and never filled with other values"
+        + (
+            "; with no size, a config is the largest at which every share is met."
+            if settings["size"] is None
+            else "."
+        ),
+        *(f"- {n}" for n in mix.get("notes", [])),
+        "",
+        "| config | dimension | value | asked share | target rows | eligible | exported | "
+        "exported share |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    none = [k for k, r in mix.get("kinds", {}).items() if not r.get("eligible")]
+    for kind, report in mix.get("kinds", {}).items():
+        if kind in none:
+            continue
+        for dim, entries in report["dimensions"].items():
+            for e in entries:
+                value = e["value"] if e["named"] else f"{e['value']} (not named)"
+                lines.append(
+                    f"| {kind} | {dim} | {value} | {e['asked']:.4g} | {e['target']} | "
+                    f"{e['eligible']} | {e['exported']} | {e['share']:.4g} |"
+                )
+    if none:
+        lines += ["", f"No eligible rows to mix: {', '.join(f'`{k}`' for k in none)}."]
+    return lines
+
+
 def _schema_lines(kinds: Sequence[str]) -> list[str]:
     lines: list[str] = []
     for kind in kinds:
@@ -1283,10 +1563,7 @@ def dataset_card(manifest: Mapping[str, Any]) -> str:
         "",
         "## Mix and sampling",
         "",
-        f"Mix weights (domain / level / origin; missing = 1): `{json.dumps(settings['mix'])}`; "
-        f"size per kind: {settings['size'] if settings['size'] is not None else 'all'}; "
-        f"seed: {settings['seed']}. A row's weight is the product of its factors; weight 0 "
-        "drops it; with a size, rows are drawn without replacement proportionally to weight.",
+        *_mix_lines(manifest),
     ]
     if manifest.get("warnings"):
         body += ["", "Warnings:", "", *(f"- {w}" for w in manifest["warnings"])]

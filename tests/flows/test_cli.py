@@ -161,7 +161,7 @@ def test_bad_pipeline_options_are_refused_before_any_work(tmp_path):
         (["run", "--generator", "openai"], "needs --model"),
         (["run", "--generator", "gpt"], "choose one of perturb, openai, vllm"),
         (["run", "--mix", "{not json"], "not JSON"),
-        (["run", "--mix", '{"colour": {"red": 1}}'], "weights"),
+        (["run", "--mix", '{"colour": {"red": 1}}'], "target shares"),
         (["serve", "--cron", "every hour"], "not a cron line"),
         (["export", "--kinds", "sft_direct,poetry"], "pick distinct ones"),
     ]

@@ -417,3 +417,72 @@ def run_export(s: Scenario, out: Path, **kw: Any) -> ExportResult:
         return export(s.lake, con, ExportSettings(out=out, **kw), run_id="test-run")
     finally:
         con.close()
+
+
+# --- a lake of several domains, for the mix ---------------------------------------------
+
+# one train task of each (catalog name, its level): only their passing keepers are written
+MIXED_TASKS = {"rtl": "adder8", "cad": "washer", "embedded": "bits_field_ops"}
+
+
+def build_domains(root: Path, passing: dict[str, int]) -> Lake:
+    """A lake whose only exportable rows are `passing[domain]` distinct passing dedup
+    keepers (sft_direct rows) of one train task per domain (`MIXED_TASKS`)."""
+    lake = Lake(root)
+    with BatchWriter(lake, run_id="fixture") as w:
+        for domain, n in passing.items():
+            tasks, errors = load_catalog(CATALOG, (domain,), (MIXED_TASKS[domain],))
+            assert not errors and len(tasks) == 1, errors
+            (task,) = tasks
+            assert task.reference and task.split == "train"
+            w.add_task(task)
+            desc = domains.get(domain)
+            gate, stage = desc.gates[0]
+            for i in range(n):
+                # distinct code, each its own keeper (the dedup rows are written by hand)
+                code = f"{task.reference}\n{_comment(desc.syntax)} variant {i}\n"
+                c = Candidate(
+                    task_id=task.task_id,
+                    code=code,
+                    origin="reference" if i == 0 else "rewrite",
+                    generator="test:mix",
+                    created_at=T0,
+                )
+                w.add_candidate(c, domain)
+                w.add_verdict(
+                    Verdict(
+                        candidate_id=c.candidate_id,
+                        task_id=task.task_id,
+                        domain=domain,
+                        verifier=domain,
+                        verifier_version="1",
+                        status="pass",
+                        checks=(Check(gate, True, 0.1, "", stage),),
+                        created_at=T0,
+                    )
+                )
+                w.add(
+                    "dedup",
+                    [
+                        {
+                            "dedup_id": content_id(c.candidate_id, "keeper"),
+                            "candidate_id": c.candidate_id,
+                            "task_id": task.task_id,
+                            "domain": domain,
+                            "exact_key": content_id(code),
+                            "cluster_id": c.candidate_id,
+                            "cluster_size": 1,
+                            "keeper": True,
+                            "contaminated": False,
+                            "contamination": None,
+                            "params": '{"threshold":0.7}',
+                            "run_id": "dedup-fixture",
+                            "created_at": to_timestamp(T2),
+                        }
+                    ],
+                )
+    return lake
+
+
+def _comment(syntax: str) -> str:
+    return {"python": "#", "asm": ";"}.get(syntax, "//")

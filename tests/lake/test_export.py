@@ -448,9 +448,9 @@ def test_a_registered_descriptor_gives_the_optimize_metric(tmp_path: Path):
 # --- mix ---------------------------------------------------------------------------------
 
 
-def test_weight_zero_drops_a_level(scenario: Scenario, tmp_path: Path):
+def test_share_zero_drops_a_level(scenario: Scenario, tmp_path: Path):
     full = run_export(scenario, tmp_path / "full")
-    dropped = run_export(scenario, tmp_path / "drop", mix={"level": {1: 0}})
+    dropped = run_export(scenario, tmp_path / "drop", mix={"level": {1: 0, "*": 1}})
     assert any(r["level"] == 1 for _, r in all_rows(full.path))
     rows = list(all_rows(dropped.path))
     assert rows and all(r["level"] != 1 for _, r in rows)
@@ -486,28 +486,25 @@ def synthetic(n: int, level: int) -> list[ExportRow]:
     ]
 
 
-@pytest.mark.parametrize(("weight", "lo", "hi"), [(1.0, 0.42, 0.58), (3.0, 0.68, 0.82)])
-def test_weights_change_sampling_proportionally(weight: float, lo: float, hi: float):
+def test_shares_are_quotas_of_the_size_drawn_by_the_seed():
     rows = synthetic(1000, 1) + synthetic(1000, 3)
-    settings = ExportSettings(mix={"level": {"3": weight}}, size=200, seed=3)
-    picked = sample(rows, "sft_direct", settings)
-    assert len(picked) == 200 and len({r.key for r in picked}) == 200  # no replacement
-    share = sum(r.data["level"] == 3 for r in picked) / len(picked)
-    assert lo < share < hi  # expected weight / (1 + weight): 0.5 and 0.75
-    assert [r.key for r in sample(rows, "sft_direct", settings)] == [r.key for r in picked]
-    other = sample(
-        rows, "sft_direct", ExportSettings(mix={"level": {"3": weight}}, size=200, seed=4)
-    )
-    assert {r.key for r in other} != {r.key for r in picked}
+    for share, n3 in ((0.5, 100), (0.75, 150), (0.333, 67)):
+        settings = ExportSettings(mix={"level": {"3": share, "1": 1 - share}}, size=200, seed=3)
+        picked = sample(rows, "sft_direct", settings)
+        assert len(picked) == 200 and len({r.key for r in picked}) == 200  # no replacement
+        assert sum(r.data["level"] == 3 for r in picked) == n3
+        assert [r.key for r in sample(rows, "sft_direct", settings)] == [r.key for r in picked]
+        other = sample(rows, "sft_direct", dataclasses.replace(settings, seed=4))
+        assert {r.key for r in other} != {r.key for r in picked}
 
 
-def test_sampling_without_size_keeps_all_but_zero_weights():
+def test_sampling_without_size_keeps_all_the_shares_allow():
     rows = synthetic(10, 1) + synthetic(10, 2) + synthetic(10, 3)
-    settings = ExportSettings(mix={"level": {"2": 0, "3": 5}})
+    settings = ExportSettings(mix={"level": {"2": 0, "*": 5}})
     picked = sample(rows, "dpo", settings)
     assert sorted(r.key for r in picked) == sorted(r.key for r in rows if r.data["level"] != 2)
-    star = ExportSettings(mix={"level": {"3": 1, "*": 0}})
-    assert {r.data["level"] for r in sample(rows, "dpo", star)} == {3}
+    only3 = ExportSettings(mix={"level": {"3": 1}})  # the values not named get none
+    assert {r.data["level"] for r in sample(rows, "dpo", only3)} == {3}
 
 
 def test_settings_are_checked():
@@ -517,6 +514,8 @@ def test_settings_are_checked():
         ExportSettings(mix={"family": {"fifo": 1}})
     with pytest.raises(ValueError, match=">= 0"):
         ExportSettings(mix={"level": {"1": -1}})
+    with pytest.raises(ValueError, match="every share is 0"):
+        ExportSettings(mix={"level": {"1": 0}})
     with pytest.raises(ValueError, match="export name"):
         ExportSettings(name="../up")
 
@@ -672,9 +671,8 @@ def test_export_without_dedup_says_to_run_it(tmp_path: Path):
         with pytest.raises(ExportError, match="run `crucible dedup` first"):
             export(lake, con, ExportSettings(out=tmp_path / "out", name="n"))
         # A mix that leaves rtl out needs no rtl dedup.
-        result = export(
-            lake, con, ExportSettings(out=tmp_path / "out", name="m", mix={"domain": {"rtl": 0}})
-        )
+        mix = {"domain": {"rtl": 0, "*": 1}}
+        result = export(lake, con, ExportSettings(out=tmp_path / "out", name="m", mix=mix))
     finally:
         con.close()
     assert sum(result.counts.values()) == 0

@@ -66,9 +66,9 @@ def trl_data():
 def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("export_trl")
     s = build(root / "lake")
-    # every kind has rows; with level 1 weighed 0, sft_optimize (only level-1 pairs) is empty
+    # every kind has rows; with level 1's share 0, sft_optimize (only level-1 pairs) is empty
     full = run_export(s, root / "out", name="full")
-    partial = run_export(s, root / "out", name="partial", mix={"level": {"1": 0}})
+    partial = run_export(s, root / "out", name="partial", mix={"level": {"1": 0, "*": 1}})
     return {"scenario": s, "full": full, "partial": partial, "cache": root / "hf-cache"}
 
 

@@ -1,0 +1,188 @@
+"""The export mix as target shares: asked vs exported, warnings when short."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from lake import db
+from lake.export import (
+    ExportResult,
+    ExportRow,
+    ExportSettings,
+    draw,
+    export,
+    export_warnings,
+)
+from lake.store import Lake
+from tests.lake.export_fixtures import build_domains
+
+PASSING = {"rtl": 80, "cad": 40, "embedded": 20}
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    return build_domains(tmp_path_factory.mktemp("mix") / "lake", PASSING)
+
+
+def export_mixed(lake: Lake, out: Path, **kw: Any) -> ExportResult:
+    settings = ExportSettings(out=out, name=kw.pop("name", "ex"), kinds=("sft_direct",), **kw)
+    con = db.connect(lake)
+    try:
+        return export(lake, con, settings, run_id="test-mix")
+    finally:
+        con.close()
+
+
+def rows_of(result: ExportResult, kind: str = "sft_direct") -> list[dict[str, Any]]:
+    text = (result.path / "jsonl" / f"{kind}.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def by_domain(result: ExportResult) -> dict[str, int]:
+    return dict(Counter(r["domain"] for r in rows_of(result)))
+
+
+def report(result: ExportResult, dim: str = "domain") -> dict[str, dict[str, Any]]:
+    entries = result.manifest["mix"]["kinds"]["sft_direct"]["dimensions"][dim]
+    return {e["value"]: e for e in entries}
+
+
+def card(result: ExportResult) -> str:
+    return (result.path / "README.md").read_text()
+
+
+# --- shares ---------------------------------------------------------------------------------
+
+
+def test_shares_are_shares_of_the_size_and_unnamed_domains_get_none(mixed: Lake, tmp_path: Path):
+    # the issue's command: rtl 0.6, embedded 0.4 at size 100 gave rtl 56 / cad 24 / embedded 20
+    mix = {"domain": {"rtl": 0.6, "embedded": 0.4}}
+    result = export_mixed(mixed, tmp_path, mix=mix, size=100)
+    # rtl gets its 60; embedded has 20 rows for its 40, and nobody fills its place
+    assert by_domain(result) == {"rtl": 60, "embedded": 20}
+    got = report(result)
+    assert got["rtl"] == {
+        "value": "rtl",
+        "named": True,
+        "asked": 0.6,
+        "target": 60,
+        "eligible": 80,
+        "exported": 60,
+        "share": 0.75,
+    }
+    assert (got["embedded"]["asked"], got["embedded"]["target"]) == (0.4, 40)
+    assert (got["embedded"]["exported"], got["embedded"]["share"]) == (20, 0.25)
+    assert got["cad"] == {
+        "value": "cad",
+        "named": False,
+        "asked": 0.0,
+        "target": 0,
+        "eligible": 40,
+        "exported": 0,
+        "share": 0.0,
+    }
+    short = [w for w in result.manifest["warnings"] if "domain embedded" in w]
+    assert short == [
+        "sft_direct: domain embedded: asked share 0.4 (40 of size 100), exported 20 "
+        "(0.25 of 80): only 20 eligible embedded rows"
+    ]
+    assert any("size 100 asked, exported 80" in w for w in result.manifest["warnings"])
+    # the exports row holds the same manifest, the card the same table and warnings
+    con = db.connect(mixed)
+    try:
+        (text,) = con.execute(
+            "SELECT manifest FROM exports WHERE export_id = $id",
+            {"id": result.manifest["export_id"]},
+        ).fetchone()
+    finally:
+        con.close()
+    assert json.loads(text)["mix"] == result.manifest["mix"]
+    body = card(result)
+    assert "| sft_direct | domain | embedded | 0.4 | 40 | 20 | 20 | 0.25 |" in body
+    assert "| sft_direct | domain | cad (not named) | 0 | 0 | 40 | 0 | 0 |" in body
+    assert f"- {short[0]}" in body
+    # the same lake and settings draw the same rows; another seed others
+    again = export_mixed(mixed, tmp_path, name="again", mix=mix, size=100)
+    assert rows_of(again) == rows_of(result)
+    other = export_mixed(mixed, tmp_path, name="other", mix=mix, size=100, seed=1)
+    assert by_domain(other) == by_domain(result) and rows_of(other) != rows_of(result)
+
+
+def test_shares_not_summing_to_one_are_normalised_and_said_so(mixed: Lake, tmp_path: Path):
+    result = export_mixed(mixed, tmp_path, mix={"domain": {"rtl": 3, "cad": 1}}, size=40)
+    assert by_domain(result) == {"rtl": 30, "cad": 10}
+    assert result.manifest["mix"]["shares"] == {"domain": {"cad": 0.25, "rtl": 0.75}}
+    (note,) = result.manifest["mix"]["notes"]
+    assert note == "mix domain: the shares sum to 4, not 1: normalised to cad 0.25, rtl 0.75"
+    assert note in card(result)
+    assert result.manifest["warnings"] == []  # every share met
+
+
+def test_star_is_the_share_of_the_values_not_named(mixed: Lake, tmp_path: Path):
+    from flows.options import parse_mix
+
+    mix = parse_mix('{"domain": {"rtl": 0.5, "*": 0.5}}')
+    result = export_mixed(mixed, tmp_path, mix=mix, size=60)
+    got = by_domain(result)
+    assert got["rtl"] == 30 and got.get("cad", 0) + got.get("embedded", 0) == 30
+    assert set(got) == {"rtl", "cad", "embedded"}  # the rest is drawn from both
+    assert (report(result)["*"]["target"], report(result)["*"]["exported"]) == (30, 30)
+
+
+def test_without_a_size_the_largest_export_that_meets_every_share(mixed: Lake, tmp_path: Path):
+    mix = {"domain": {"rtl": 0.6, "embedded": 0.4}}
+    result = export_mixed(mixed, tmp_path, mix=mix)
+    assert by_domain(result) == {"rtl": 30, "embedded": 20}  # embedded's 20 rows are 0.4
+    assert result.manifest["mix"]["kinds"]["sft_direct"]["sized_by"] == "shares"
+    assert result.manifest["warnings"] == []
+
+
+def synthetic(cells: dict[tuple[str, int], int]) -> list[ExportRow]:
+    return [
+        ExportRow(f"{d}-{lv}-{i}", {"domain": d, "level": lv, "origin": "perturb"}, ("",) * 4)
+        for (d, lv), n in cells.items()
+        for i in range(n)
+    ]
+
+
+def test_several_dimensions_meet_every_dimensions_shares():
+    # embedded has only level 1: drawn in plain seeded order, rtl's level-1 rows would take
+    # most of level 1's quota first and leave embedded short of its share
+    rows = synthetic({("rtl", 1): 100, ("rtl", 2): 100, ("embedded", 1): 40})
+    mix = {"domain": {"rtl": 0.6, "embedded": 0.4}, "level": {"1": 0.5, "2": 0.5}}
+    for seed in range(3):
+        picked = draw(rows, "sft_direct", ExportSettings(mix=mix, size=100, seed=seed)).rows
+        assert Counter(r.data["domain"] for r in picked) == {"rtl": 60, "embedded": 40}
+        assert Counter(r.data["level"] for r in picked) == {1: 50, 2: 50}
+
+
+def test_a_quota_that_other_dimensions_keep_from_being_met_says_so():
+    rows = synthetic({("rtl", 2): 100, ("embedded", 1): 60})
+    mix = {"domain": {"rtl": 0.5, "embedded": 0.5}, "level": {"1": 0.2, "2": 0.8}}
+    settings = ExportSettings(mix=mix, size=100)
+    drawn = draw(rows, "dpo", settings)
+    assert Counter(r.data["domain"] for r in drawn.rows) == {"rtl": 50, "embedded": 20}
+    warnings = export_warnings(settings, {"dpo": drawn.rows}, {"dpo": drawn.report})
+    assert (
+        "dpo: domain embedded: asked share 0.5 (50 of size 100), exported 20 (0.2857 of 70): "
+        "60 eligible, but the rest of them fall under quotas of level that were full"
+    ) in warnings
+    assert any(w.startswith("dpo: level 2: asked share 0.8 (80 of size 100)") for w in warnings)
+
+
+def test_parse_mix_takes_star_and_refuses_a_mix_that_exports_nothing():
+    from flows.options import parse_mix
+
+    assert parse_mix('{"domain": {"rtl": 0.6, "*": 0.4}}') == {"domain": {"rtl": 0.6, "*": 0.4}}
+    with pytest.raises(typer.BadParameter, match=r'give the rest a share: \{"level"'):
+        parse_mix('{"level": {"1": 0}}')
+    with pytest.raises(typer.BadParameter, match="numbers"):
+        parse_mix('{"level": {"1": "most"}}')
+    with pytest.raises(typer.BadParameter, match="unknown domain 'rtl_typo'"):
+        parse_mix('{"domain": {"rtl_typo": 1}}')
