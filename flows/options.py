@@ -181,6 +181,14 @@ MixOpt = Annotated[
         "share short of rows is not filled with others; the export says asked vs got.",
     ),
 ]
+ReferenceFixesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reference-fixes/--no-reference-fixes",
+        help="Export repair rows whose fix is the task's reference solution itself (offline "
+        "repair mostly rebuilds the reference); the card counts them either way.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -233,6 +241,7 @@ class RunOptions:
         Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
     ] = None
     mix: MixOpt = None
+    reference_fixes: ReferenceFixesOpt = True
     verifier_settings: Annotated[
         str | None,
         typer.Option(
@@ -333,6 +342,8 @@ class RunOptions:
         fields: dict[str, Any] = {}
         if self.mix:
             fields["mix"] = parse_mix(self.mix)
+        if not self.reference_fixes:
+            fields["reference_fixes"] = False
         return fields
 
 

@@ -74,7 +74,7 @@ SQL_FILES = {
     "provenance": "export_provenance",
 }
 MANIFEST_FORMAT = 3  # 2: counts by level and origin, provenance, warnings; 3: mix shares
-# asked vs exported
+# asked vs exported, repair fixes equal to the reference
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # a Hugging Face license identifier (https://huggingface.co/docs/hub/repositories-licenses)
 _LICENSE = re.compile(r"[a-z0-9][a-z0-9.+-]*")
@@ -267,6 +267,11 @@ class ExportSettings:
     The seed orders rows within their values (a hash of `seed`, the kind and the row's id:
     the same lake and settings give the same rows), and rows are written in that order.
 
+    Repair fixes: `reference_fixes=False` leaves out the repair rows whose fix is the
+    task's reference solution itself (comments and whitespace folded as the dedup's exact
+    key folds them: `is_reference_fix`), which offline repair by reconstruction mostly
+    makes; the card counts them either way.
+
     The card: `license` is a Hugging Face license id, or "other" with `license_name` and
     `license_link` (refused without them); "" leaves it unset and the card says so.
     `pretty_name` titles it (default: the domains it holds).
@@ -284,6 +289,8 @@ class ExportSettings:
     optimize_margin: float = 0.05  # relative: better by at least 5% on the perf metric
     optimize_pairs_per_task: int = 3
     near_dup_threshold: float = 0.7
+    # repair rows whose fix is the task's reference itself (`is_reference_fix`)
+    reference_fixes: bool = True
     # a pass whose equivalence with the reference stayed unknown taught only by its
     # testbench: left out by default (sql/unproven_passes.sql)
     require_proven: bool = True
@@ -396,6 +403,7 @@ class ExportRow:
     key: str  # stable id of the row within its kind
     data: dict[str, Any]
     verifier: tuple[str, str, str, str]  # domain, verifier, version, toolchain JSON
+    reference_fix: bool = False  # a repair row whose fix is its task's reference
 
 
 # --- entry point ---------------------------------------------------------------------------
@@ -700,7 +708,7 @@ def build_sft_direct(
 def build_sft_repair(
     con: duckdb.DuckDBPyConnection, tasks: Mapping[str, Task], settings: ExportSettings
 ) -> tuple[list[ExportRow], dict[str, int]]:
-    rows, firsts = [], []
+    rows, firsts, dropped = [], [], 0
     for r in db.rows(con, SQL_FILES["sft_repair"]):
         task = tasks[r["task_id"]]
         *failed, fix = r["turns"]
@@ -718,10 +726,30 @@ def build_sft_repair(
             "trajectory_id": r["trajectory_id"],
             "rounds": int(r["rounds"]),
         }
-        rows.append(ExportRow(r["trajectory_id"], data, _verifier(r)))
+        ref_fix = is_reference_fix(task, fix["code"])
+        if ref_fix and not settings.reference_fixes:
+            dropped += 1
+            continue  # before the near-duplicate filter: a cluster keeps a row it may export
+        rows.append(ExportRow(r["trajectory_id"], data, _verifier(r), reference_fix=ref_fix))
         firsts.append(failed[0]["code"])
     kept = filter_repair_near_duplicates(rows, firsts, settings.near_dup_threshold)
-    return kept, {"near_duplicates_dropped": len(rows) - len(kept)}
+    return kept, {
+        "near_duplicates_dropped": len(rows) - len(kept),
+        "reference_fixes_dropped": dropped,
+    }
+
+
+def is_reference_fix(task: Task, code: str) -> bool:
+    """The fix is the task's reference solution itself: the same code once comments and
+    whitespace are folded as the dedup's exact key folds them (`lake.dedup.normalize`, per
+    the domain's language), so a copy of the reference re-indented or with a comment
+    changed counts; any change to the code itself does not. Offline repair rebuilds a
+    fix from the nearest verified variant, which is mostly the reference."""
+    from lake.dedup import normalize
+
+    if not task.reference:
+        return False
+    return normalize(code, task.domain) == normalize(task.reference, task.domain)
 
 
 def build_sft_repair_completion(
@@ -736,7 +764,7 @@ def build_sft_repair_completion(
         data = dict(row.data)
         *prompt, fix = data.pop("messages")
         data = {"prompt": prompt, "completion": [fix], **data}
-        out.append(ExportRow(row.key, data, row.verifier))
+        out.append(ExportRow(row.key, data, row.verifier, reference_fix=row.reference_fix))
     return out, stats
 
 
@@ -1192,11 +1220,18 @@ def _manifest(
 ) -> dict[str, Any]:
     by: dict[str, dict[str, dict[str, int]]] = {d: {} for d in MIX_DIMENSIONS}
     verifiers: Counter[tuple[str, str, str, str]] = Counter()
+    reference_fixes: dict[str, dict[str, dict[str, int]]] = {}
     for kind, rows in built.items():
         for dim in MIX_DIMENSIONS:
             counted = Counter(str(r.data[dim]) for r in rows)
             by[dim][kind] = dict(sorted(counted.items(), key=lambda kv: _sort_key(kv[0])))
         verifiers.update(r.verifier for r in rows)
+        if SAMPLE_AS.get(kind, kind) == "sft_repair":
+            per: dict[str, dict[str, int]] = defaultdict(lambda: {"rows": 0, "reference": 0})
+            for r in rows:
+                per[r.data["domain"]]["rows"] += 1
+                per[r.data["domain"]]["reference"] += r.reference_fix
+            reference_fixes[kind] = dict(sorted(per.items()))
     content = {
         "format": MANIFEST_FORMAT,
         "settings": settings.content(),
@@ -1215,6 +1250,8 @@ def _manifest(
             "notes": mix_notes(settings.mix),
             "kinds": {kind: dict(r) for kind, r in (mixes or {}).items()},
         },
+        # per repair kind and domain: rows, and how many end with the task's reference
+        "reference_fixes": reference_fixes,
         "stats": {kind: dict(s) for kind, s in stats.items()},
         "files": files,
         "lake_versions": dict(versions),
@@ -1465,6 +1502,39 @@ def _mix_lines(manifest: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _reference_fix_lines(manifest: Mapping[str, Any]) -> list[str]:
+    """How many repair fixes are the task's reference itself, per domain."""
+    fixes = manifest["reference_fixes"]
+    kind = "sft_repair" if "sft_repair" in fixes else next(iter(fixes))
+    per = fixes[kind]
+    rows = sum(d["rows"] for d in per.values())
+    ref = sum(d["reference"] for d in per.values())
+    dropped = manifest.get("stats", {}).get(kind, {}).get("reference_fixes_dropped", 0)
+    lines = [
+        f"Of the {rows} repair rows (`{kind}`"
+        + (", the same rows in `sft_repair_completion`" if len(fixes) > 1 else "")
+        + f"), {ref} end with a fix that is the task's reference solution itself (the same "
+        "code once comments and whitespace are folded, as the dedup's exact key folds "
+        "them). Offline repair rebuilds a fix from the nearest verified variant, which is "
+        "mostly the reference: such a row teaches to answer with the reference, not a fix "
+        "of the failed attempt's own code.",
+        "",
+    ]
+    if manifest["settings"].get("reference_fixes", True):
+        lines.append("They are included; `crucible export --no-reference-fixes` leaves them out.")
+    else:
+        lines.append(
+            f"Rows with such a fix were left out (`reference_fixes` off, "
+            f"`--no-reference-fixes`): {dropped} before the near-duplicate filter."
+        )
+    if per:
+        lines += ["", "| domain | repair rows | fix = reference | share |", "|---|---:|---:|---:|"]
+        for domain, d in per.items():
+            share = d["reference"] / d["rows"] if d["rows"] else 0.0
+            lines.append(f"| {domain} | {d['rows']} | {d['reference']} | {share:.2f} |")
+    return lines
+
+
 def _schema_lines(kinds: Sequence[str]) -> list[str]:
     lines: list[str] = []
     for kind in kinds:
@@ -1550,6 +1620,9 @@ def dataset_card(manifest: Mapping[str, Any]) -> str:
     body += ["## How the rows were produced", "", *_provenance_lines(manifest), ""]
     body += ["## What verified means", "", *_gate_lines(manifest), ""]
     body += ["## Proven or tested", "", *_proof_lines(settings, manifest), ""]
+    if manifest.get("reference_fixes"):
+        body += ["## Repair fixes equal to the reference", "", *_reference_fix_lines(manifest)]
+        body.append("")
     body += ["## Schema", "", *_schema_lines(kinds)]
     body += ["## Rows", "", "| kind | " + " | ".join(domains) + " | total |"]
     body.append("|---|" + "---:|" * (len(domains) + 1))

@@ -1,4 +1,5 @@
-"""The export mix as target shares: asked vs exported, warnings when short."""
+"""The export mix as target shares (asked vs exported, warnings when short) and repair fixes
+that are the task's reference itself (counted on the card, left out on request)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from lake.export import (
     draw,
     export,
     export_warnings,
+    is_reference_fix,
 )
 from lake.store import Lake
-from tests.lake.export_fixtures import build_domains
+from tests.lake.export_fixtures import Scenario, build, build_domains, catalog_tasks, run_export
 
 PASSING = {"rtl": 80, "cad": 40, "embedded": 20}
 
@@ -186,3 +188,59 @@ def test_parse_mix_takes_star_and_refuses_a_mix_that_exports_nothing():
         parse_mix('{"level": {"1": "most"}}')
     with pytest.raises(typer.BadParameter, match="unknown domain 'rtl_typo'"):
         parse_mix('{"domain": {"rtl_typo": 1}}')
+
+
+# --- repair fixes that are the reference ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    return build(tmp_path_factory.mktemp("export_fixes") / "lake")
+
+
+def test_the_card_counts_repair_fixes_that_are_the_reference(scenario: Scenario, tmp_path: Path):
+    kinds = ("sft_repair", "sft_repair_completion")
+    result = run_export(scenario, tmp_path, name="all", kinds=kinds)
+    # the adder8 and sync_fifo8 chains end with the reference; alu8's fix is its own code
+    fixes = {scenario.label(r["candidate_id"]) for r in rows_of(result, "sft_repair")}
+    assert fixes == {"adder_ref", "fifo_ref", "alu_fix"}
+    counted = {"rtl": {"rows": 3, "reference": 2}}
+    assert result.manifest["reference_fixes"] == {
+        "sft_repair": counted,
+        "sft_repair_completion": counted,
+    }
+    body = " ".join(card(result).split())
+    assert "## Repair fixes equal to the reference" in body
+    assert (
+        "Of the 3 repair rows (`sft_repair`, the same rows in `sft_repair_completion`), 2 end "
+        "with a fix that is the task's reference solution itself"
+    ) in body
+    assert "| rtl | 3 | 2 | 0.67 |" in body
+    assert "`crucible export --no-reference-fixes` leaves them out" in body
+
+
+def test_no_reference_fixes_leaves_them_out(scenario: Scenario, tmp_path: Path):
+    result = run_export(
+        scenario,
+        tmp_path,
+        name="own",
+        kinds=("sft_repair", "sft_repair_completion"),
+        reference_fixes=False,
+    )
+    for kind in ("sft_repair", "sft_repair_completion"):
+        assert [scenario.label(r["candidate_id"]) for r in rows_of(result, kind)] == ["alu_fix"]
+        # adder_short, adder_long (before the near-duplicate filter) and fifo
+        assert result.manifest["stats"][kind]["reference_fixes_dropped"] == 3
+        assert result.manifest["reference_fixes"][kind] == {"rtl": {"rows": 1, "reference": 0}}
+    assert result.manifest["settings"]["reference_fixes"] is False
+    body = " ".join(card(result).split())
+    assert "were left out (`reference_fixes` off, `--no-reference-fixes`): 3" in body
+
+
+def test_a_fix_is_the_reference_up_to_comments_and_whitespace():
+    adder = catalog_tasks()["adder8"]
+    ref = adder.reference
+    assert ref
+    reindented = "// fixed\n" + "\n".join("  " + line for line in ref.splitlines()) + "\n\n"
+    assert is_reference_fix(adder, ref) and is_reference_fix(adder, reindented)
+    assert not is_reference_fix(adder, ref.replace("+ {8'd0, cin}", "- {8'd0, cin}", 1))
