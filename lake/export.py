@@ -988,8 +988,12 @@ def mix_shares(mix: Mapping[str, Mapping[str | int, float]]) -> dict[str, dict[s
         given = {str(k): Fraction(repr(float(w))) for k, w in (mix.get(dim) or {}).items()}
         total = sum(given.values())
         if total:
-            out[dim] = {k: given[k] / total for k in sorted(given, key=_sort_key)}
+            out[dim] = {k: given[k] / total for k in sorted(given, key=_share_order)}
     return out
+
+
+def _share_order(value: str) -> tuple[bool, tuple[int, int, str]]:
+    return (value == ANY, _sort_key(value))  # the rest last
 
 
 def mix_notes(mix: Mapping[str, Mapping[str | int, float]]) -> list[str]:
