@@ -181,12 +181,12 @@ MixOpt = Annotated[
         "share short of rows is not filled with others; the export says asked vs got.",
     ),
 ]
-ReferenceFixesOpt = Annotated[
+NoReferenceFixesOpt = Annotated[
     bool,
     typer.Option(
-        "--reference-fixes/--no-reference-fixes",
-        help="Export repair rows whose fix is the task's reference solution itself (offline "
-        "repair mostly rebuilds the reference); the card counts them either way.",
+        "--no-reference-fixes",
+        help="Export: leave out the repair rows whose fix is the task's reference solution "
+        "itself (offline repair mostly rebuilds the reference); the card counts them.",
     ),
 ]
 
@@ -241,7 +241,7 @@ class RunOptions:
         Path | None, typer.Option(help="Where exports go (default: <lake>/exports).")
     ] = None
     mix: MixOpt = None
-    reference_fixes: ReferenceFixesOpt = True
+    no_reference_fixes: NoReferenceFixesOpt = False
     verifier_settings: Annotated[
         str | None,
         typer.Option(
@@ -342,7 +342,7 @@ class RunOptions:
         fields: dict[str, Any] = {}
         if self.mix:
             fields["mix"] = parse_mix(self.mix)
-        if not self.reference_fixes:
+        if self.no_reference_fixes:
             fields["reference_fixes"] = False
         return fields
 

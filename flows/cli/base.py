@@ -264,14 +264,56 @@ def _main(
 
 
 def print_export(con, c: dict) -> None:
-    """The export's path and rows per kind, then what was asked and not got (--size above
-    what is eligible, an empty kind), read back from its manifest."""
+    """The export's path and rows per kind; read back from its manifest: the mix's shares
+    asked vs got, the repair fixes that are the reference, then what was asked and not got
+    (--size above what is eligible, a share short, an empty kind)."""
     from rich.markup import escape
 
     kinds = {k[7:]: v for k, v in c.items() if k.startswith("export_") and k != "export_path"}
     shown = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
     con.print(f"export: {c.get('export_path')} ({shown})")
-    manifest = Path(str(c.get("export_path", ""))) / "manifest.json"
-    if manifest.is_file():
-        for line in json.loads(manifest.read_text()).get("warnings", []):
-            con.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
+    path = Path(str(c.get("export_path", ""))) / "manifest.json"
+    if not path.is_file():
+        return
+    manifest = json.loads(path.read_text())
+    lines = [*mix_lines(manifest), *reference_fix_lines(manifest)]
+    for line in lines:
+        con.print(escape(line), highlight=False)
+    for line in manifest.get("warnings", []):
+        con.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
+
+
+def mix_lines(manifest: dict) -> list[str]:
+    """Per kind and mix dimension: each share asked -> got (rows exported / its target)."""
+    mix = manifest.get("mix") or {}
+    out = list(mix.get("notes", []))
+    for kind, report in (mix.get("kinds") or {}).items():
+        if not report.get("eligible"):
+            continue  # nothing to mix: the warnings say so
+        for dim, entries in report.get("dimensions", {}).items():
+            named = [_share_text(e) for e in entries if e["named"]]
+            left = [f"{e['value']} ({e['eligible']})" for e in entries if not e["named"]]
+            line = f"mix {kind} by {dim}, share asked -> got (rows/target): {', '.join(named)}"
+            if left:
+                line += f"; not named, left out: {', '.join(left)}"
+            out.append(line)
+    return out
+
+
+def _share_text(e: dict) -> str:
+    value = "the rest (*)" if e["value"] == "*" else e["value"]
+    return f"{value} {e['asked']:.3g} -> {e['share']:.3g} ({e['exported']}/{e['target']})"
+
+
+def reference_fix_lines(manifest: dict) -> list[str]:
+    fixes = (manifest.get("reference_fixes") or {}).get("sft_repair")
+    if fixes is None:
+        return []
+    rows = sum(d["rows"] for d in fixes.values())
+    ref = sum(d["reference"] for d in fixes.values())
+    dropped = manifest.get("stats", {}).get("sft_repair", {}).get("reference_fixes_dropped", 0)
+    if manifest["settings"].get("reference_fixes", True):
+        tail = "--no-reference-fixes leaves them out"
+    else:
+        tail = f"{dropped} such rows left out (--no-reference-fixes)"
+    return [f"repair fixes that are the task's reference: {ref} of {rows} sft_repair rows; {tail}"]

@@ -25,6 +25,7 @@ from flows.options import (
     GatesOpt,
     LakeOpt,
     MixOpt,
+    NoReferenceFixesOpt,
     TaskNamesOpt,
     check_export_target,
     check_lake_exists,
@@ -97,8 +98,9 @@ def export(
     size: Annotated[
         int | None,
         typer.Option(
-            help="Rows per kind, drawn by the mix weights (default: all); a kind with fewer "
-            "eligible rows gives them all, with a warning."
+            help="Rows per kind, split by the mix's shares (default: all, or with a mix the "
+            "most that meets every share); a share or kind short of rows is not filled "
+            "with others, with a warning."
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
@@ -110,6 +112,7 @@ def export(
             help="DPO: when a task has no failure that compiled, reject other failures too.",
         ),
     ] = False,
+    no_reference_fixes: NoReferenceFixesOpt = False,
     license: Annotated[
         str,
         typer.Option(
@@ -145,6 +148,7 @@ def export(
         "seed": seed,
         "shard_rows": shard_rows,
         "dpo_other_failures": dpo_other_failures,
+        "reference_fixes": not no_reference_fixes,
         "name": name,
         "license": license,
         "license_name": license_name,
@@ -156,7 +160,7 @@ def export(
     try:
         from lake.export import ExportSettings
 
-        ExportSettings(**fields)  # bad kinds / weights / names stop here, before any work
+        ExportSettings(**fields)  # bad kinds / shares / names stop here, before any work
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     settings = PipelineSettings(lake=lake, export=fields, export_dir=out)

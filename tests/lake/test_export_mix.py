@@ -190,6 +190,34 @@ def test_parse_mix_takes_star_and_refuses_a_mix_that_exports_nothing():
         parse_mix('{"domain": {"rtl_typo": 1}}')
 
 
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_cli_export_prints_shares_asked_and_got_and_warns_when_short(mixed: Lake, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    mix = '{"domain": {"rtl": 0.6, "embedded": 0.4}}'
+    args = ["export", "--lake", str(mixed.root), "--out", str(tmp_path), "--kinds", "sft_direct"]
+    res = CliRunner().invoke(app, [*args, "--name", "cli", "--mix", mix, "--size", "100"])
+    assert res.exit_code == 0, res.output
+    text = flat(res.output)
+    assert "export: " in text and "(sft_direct 80)" in text
+    assert (
+        "mix sft_direct by domain, share asked -> got (rows/target): embedded 0.4 -> 0.25 "
+        "(20/40), rtl 0.6 -> 0.75 (60/60); not named, left out: cad (40)"
+    ) in text
+    assert "warning: sft_direct: domain embedded: asked share 0.4 (40 of size 100)" in text
+    star = CliRunner().invoke(
+        app, [*args, "--name", "star", "--mix", '{"domain": {"rtl": 0.6, "*": 0.4}}']
+    )
+    assert star.exit_code == 0, star.output
+    # no size: the largest export that meets both shares, rtl's 80 rows being 0.6 of it
+    assert "rtl 0.6 -> 0.602 (80/80), the rest (*) 0.4 -> 0.399 (53/53)" in flat(star.output)
+
+
 # --- repair fixes that are the reference ---------------------------------------------------
 
 
@@ -244,3 +272,25 @@ def test_a_fix_is_the_reference_up_to_comments_and_whitespace():
     reindented = "// fixed\n" + "\n".join("  " + line for line in ref.splitlines()) + "\n\n"
     assert is_reference_fix(adder, ref) and is_reference_fix(adder, reindented)
     assert not is_reference_fix(adder, ref.replace("+ {8'd0, cin}", "- {8'd0, cin}", 1))
+
+
+def test_no_reference_fixes_on_the_command_line(scenario: Scenario, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from flows.options import RunOptions
+
+    args = ["export", "--lake", str(scenario.lake.root), "--out", str(tmp_path)]
+    args += ["--kinds", "sft_repair", "--name", "own", "--no-reference-fixes"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((tmp_path / "own" / "manifest.json").read_text())
+    assert manifest["settings"]["reference_fixes"] is False
+    assert manifest["counts"] == {"sft_repair": 1}
+    assert (
+        "repair fixes that are the task's reference: 0 of 1 sft_repair rows; 3 such rows "
+        "left out (--no-reference-fixes)"
+    ) in flat(res.output)
+    # `crucible run` passes it to its export stage
+    opts = RunOptions(no_reference_fixes=True, mix='{"domain": {"rtl": 1}}')
+    assert opts.export_fields() == {"mix": {"domain": {"rtl": 1}}, "reference_fixes": False}
