@@ -1049,13 +1049,14 @@ class Draw:
 def draw(rows: Sequence[ExportRow], kind: str, settings: ExportSettings) -> Draw:
     """The rows the mix and the size ask for (see `ExportSettings`), in seeded order."""
     shares = mix_shares(settings.mix)
-    order = sorted(rows, key=lambda r: (-_unit(settings.seed, kind, r.key), r.key))
+    unit = {r.key: _unit(settings.seed, kind, r.key) for r in rows}
+    order = sorted(rows, key=lambda r: (-unit[r.key], r.key))
     buckets = {r.key: {d: bucket(r.data[d], ws) for d, ws in shares.items()} for r in rows}
 
+    positive = {d: {v for v, x in ws.items() if x > 0} for d, ws in shares.items()}
+
     def wanted(row: ExportRow, but: str = "") -> bool:
-        return all(
-            b is not None and shares[d][b] > 0 for d, b in buckets[row.key].items() if d != but
-        )
+        return all(b in positive[d] for d, b in buckets[row.key].items() if d != but)
 
     pool = [r for r in order if wanted(r)]
     # eligible per (dimension, value): rows that the other dimensions' shares let in
@@ -1072,13 +1073,13 @@ def draw(rows: Sequence[ExportRow], kind: str, settings: ExportSettings) -> Draw
     quota = {d: quotas(ws, target) for d, ws in shares.items()}
     left = {d: dict(q) for d, q in quota.items()}
 
-    def scarcity(row: ExportRow) -> Fraction:
-        ratios = [
-            Fraction(eligible[d][b], quota[d][b])
-            for d, b in buckets[row.key].items()
-            if b is not None and quota[d][b]
-        ]
-        return min(ratios, default=Fraction(0))
+    @functools.cache
+    def scarcity_of(own: tuple[tuple[str, str | None], ...]) -> float:
+        ratios = [eligible[d][b] / quota[d][b] for d, b in own if b and quota[d][b]]
+        return min(ratios, default=0.0)
+
+    def scarcity(row: ExportRow) -> float:
+        return scarcity_of(tuple(buckets[row.key].items()))
 
     picked = []
     for row in sorted(pool, key=scarcity) if len(shares) > 1 else pool:
@@ -1089,7 +1090,7 @@ def draw(rows: Sequence[ExportRow], kind: str, settings: ExportSettings) -> Draw
             picked.append(row)
             for d, b in own.items():
                 left[d][b] -= 1  # type: ignore[index]
-    picked.sort(key=lambda r: (-_unit(settings.seed, kind, r.key), r.key))
+    picked.sort(key=lambda r: (-unit[r.key], r.key))
     report = _mix_report(picked, shares, eligible, quota, target, sized_by)
     return Draw(picked, {"eligible": len(rows), **report})
 
