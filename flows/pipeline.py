@@ -121,7 +121,7 @@ def _run(
     run_id = _flow_run_id()
     started_at = utc_now()
     t0 = time.perf_counter()
-    with stages.stage_context(settings, run_id) as ctx:
+    with stages.stage_context(settings, run_id, f"the {name} flow") as ctx:
         versions_read = ctx.lake.versions()
         error: str | None = None
         try:

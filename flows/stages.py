@@ -27,6 +27,7 @@ import duckdb
 from generators import make_generator
 from generators.base import Generator, RepairRequest
 from lake import db
+from lake.lock import hold
 from lake.objectstore import display
 from lake.schema import Trajectory, Turn, candidate_from_row, task_from_row, verdict_from_row
 from lake.store import Lake
@@ -174,17 +175,23 @@ class StageContext:
 
 
 @contextlib.contextmanager
-def stage_context(settings: PipelineSettings, run_id: str) -> Iterator[StageContext]:
+def stage_context(
+    settings: PipelineSettings, run_id: str, command: str = "a pipeline run"
+) -> Iterator[StageContext]:
     """One lake handle and one DuckDB connection for a whole run: each connect loads the
-    delta extension and creates every view, and a view reads the latest version anyway."""
+    delta extension and creates every view, and a view reads the latest version anyway.
+    The run holds the lake's run lock throughout (`lake.lock`; `command` is what a second
+    run is told holds it): a lake another run is writing stops this one here, before
+    any work."""
     lake = Lake(settings.lake)  # a bad lake path stops the run here, before any work
-    con = db.connect(lake)
-    ctx = StageContext(settings, lake, con, run_id)
-    try:
-        yield ctx
-    finally:
-        ctx.pools.clear()  # the last handle gone, Ray stops the actors
-        con.close()
+    with hold(lake.root, command, run_id):
+        con = db.connect(lake)
+        ctx = StageContext(settings, lake, con, run_id)
+        try:
+            yield ctx
+        finally:
+            ctx.pools.clear()  # the last handle gone, Ray stops the actors
+            con.close()
 
 
 def task_ids(ctx: StageContext) -> list[str]:

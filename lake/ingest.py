@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 
 from lake import db
+from lake.lock import hold
 from lake.schema import Run, to_arrow, verdict_artifact_rows, verdict_row
 from lake.store import Lake
 from lake.writer import BatchWriter
@@ -80,8 +81,21 @@ def ingest_verdicts(
 
     `batch_size` verdicts per commit (what a crash costs to redo, as the verify stage's
     `verdict_batch`). Records a `runs` row with the counts, also when ingesting fails.
+    Holds the lake's run lock (`lake.lock`) throughout: a busy lake raises LakeBusy
+    before anything is read or written.
     """
     result = IngestResult(run_id=run_id or uuid.uuid4().hex)
+    with hold(lake.root, "ingest", result.run_id):
+        return _ingest(lake, paths, result, batch_size, con)
+
+
+def _ingest(
+    lake: Lake,
+    paths: Sequence[str | Path],
+    result: IngestResult,
+    batch_size: int,
+    con: duckdb.DuckDBPyConnection | None,
+) -> IngestResult:
     started_at = utc_now()
     t0 = time.perf_counter()
     versions_read = lake.versions()

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lake.lock import hold
 from lake.schema import TABLES, spec
 from lake.store import ARTIFACTS, Lake
 
@@ -113,8 +114,17 @@ def repair(lake: Lake, *, dry_run: bool = False) -> dict[str, list[str]]:
     The rows of those files are gone from the lake. Nothing else needs them to be: the
     stage that wrote them finds that work undone and redoes it on the next run (a lost
     verdict is verified again, a lost candidate regenerated). Open the lake with
-    `Lake(root, check_files=False)`: a normal open refuses such a lake.
+    `Lake(root, check_files=False)`: a normal open refuses such a lake. Holds the lake's
+    run lock (`lake.lock`) unless `dry_run`: a run writing meanwhile would commit over
+    what is being dropped.
     """
+    if not dry_run:
+        with hold(lake.root, "lake repair"):
+            return _repair(lake, dry_run=False)
+    return _repair(lake, dry_run=True)
+
+
+def _repair(lake: Lake, *, dry_run: bool) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for name in TABLES:
         metrics = lake.table(name).repair(dry_run=dry_run)

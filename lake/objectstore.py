@@ -19,6 +19,19 @@ mode of older delta-rs, is refused unless CRUCIBLE_LAKE_UNSAFE_COMMITS=1 says so
 
 Blobs go through pyarrow's S3 file system: an object appears whole when its upload
 completes, so a reader never sees half a blob.
+
+Concurrent runs: a local lake has a run lock (`lake/lock.py`, an flock the kernel drops
+when its holder dies); an object-store lake has none, and two writing commands on one
+S3 lake are let run. What that costs is work, never data: both select the same pending
+work and do it twice, their commits both land (the conditional put above), the writer and
+the views keep one row per id, and exports go to a local directory, where each export's
+own temp directory and commit order keep it whole (`lake/export.py`). A lock on S3 would
+have to be a lease (an object written with If-None-Match, renewed by a heartbeat, taken
+over after it expires): a holder killed keeps the lake for the lease's length, a holder
+paused past it (a long GC, a partition) runs on beside the next one, and pyarrow's file
+system cannot send the conditional headers, so it needs another S3 client. None of that
+buys correctness the commits do not already have, so it is left out: run one scheduler
+per S3 lake (one `crucible serve`, or the cluster's own job queue).
 """
 
 from __future__ import annotations
