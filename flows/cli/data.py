@@ -170,9 +170,11 @@ def export(
 
 def run_flow(flow_fn, settings) -> dict:
     """A flow run over an existing lake (a typo in --lake is refused, never made into an
-    empty lake), its export name free, the Prefect API answering: all checked before the
-    flow starts. Lake and export errors print as one line (exit 2), not as tracebacks."""
+    empty lake) that no other command is writing, its export name free, the Prefect API
+    answering: all checked before the flow starts. Lake and export errors print as one
+    line (exit 2), not as tracebacks."""
     from lake.export import ExportError
+    from lake.lock import hold
     from lake.store import LakeError
 
     require_lake(settings.lake, writable=True)
@@ -180,11 +182,12 @@ def run_flow(flow_fn, settings) -> dict:
     if name:
         check_export_target(settings.export_dir or Path(settings.lake) / "exports", name)
     check_prefect_api()
-    try:
-        return flow_fn(settings)
-    except (LakeError, ExportError) as e:
-        say_error(str(e), f"{type(e).__name__}:")
-        raise typer.Exit(2) from None
+    with hold(settings.lake, f"crucible {getattr(flow_fn, 'name', 'flow')}"):
+        try:
+            return flow_fn(settings)
+        except (LakeError, ExportError) as e:
+            say_error(str(e), f"{type(e).__name__}:")
+            raise typer.Exit(2) from None
 
 
 @app.command(

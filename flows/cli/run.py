@@ -63,22 +63,25 @@ def run(opts: RunOptions) -> None:
     _preflight(settings)
     from flows.pipeline import pipeline_flow
     from flows.stages import reporting
+    from lake.lock import hold
     from lake.store import LakeError
     from ray_actors import cluster
 
     con = render.console()
     progress = _progress(con)
-    try:
-        with progress, reporting(_RichReporter(progress)):
-            result = pipeline_flow(settings)
-    except LakeError as e:
-        say_error(str(e), "lake error:")
-        raise typer.Exit(2) from None
-    except ValueError as e:
-        say_error(str(e))
-        raise typer.Exit(2) from None
-    finally:
-        cluster.shutdown()
+    # a lake another command is writing: one line, exit 2, before Prefect or Ray start
+    with hold(settings.lake, "crucible run"):
+        try:
+            with progress, reporting(_RichReporter(progress)):
+                result = pipeline_flow(settings)
+        except LakeError as e:
+            say_error(str(e), "lake error:")
+            raise typer.Exit(2) from None
+        except ValueError as e:
+            say_error(str(e))
+            raise typer.Exit(2) from None
+        finally:
+            cluster.shutdown()
     _print_result(con, result, opts.lake)
     if result["refused"]:
         raise typer.Exit(1)

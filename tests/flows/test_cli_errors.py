@@ -204,6 +204,33 @@ def test_an_existing_export_name_is_refused_before_the_export(tmp_path, started)
     assert started == ["export_flow"]
 
 
+def test_a_lake_another_command_writes_is_refused_before_the_flow_readers_are_not(
+    tmp_path, started
+):
+    """Two runs on one lake verified the same candidates twice and left an export without
+    its row: a writing command on a lake that another one holds stops at once, saying
+    who holds it; `sql` and `show` read on."""
+    from tests.lake.test_lock import held_elsewhere
+
+    lake = _a_lake(tmp_path / "lake")
+    with held_elsewhere(lake) as proc:
+        for cmd in ("run", "dedup", "export"):
+            res = runner.invoke(app, [cmd, "--lake", str(lake)])
+            assert res.exit_code == 2, (cmd, res.output)
+            line = _one_line(res)
+            assert line.startswith(f"error: lake {lake} is in use by crucible run "), line
+            assert f"(run run-held-elsewhere, pid {proc.pid} on " in line
+            assert "wait for it to end, or stop that process" in line
+        res = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM tasks", "--lake", str(lake)])
+        assert res.exit_code == 0 and "1" in res.output
+        res = runner.invoke(app, ["show", "abcdef", "--lake", str(lake)])
+        assert res.exit_code == 1 and "no candidate 'abcdef'" in res.output  # it looked
+    assert started == []
+    assert not (lake / "exports").exists()
+    runner.invoke(app, ["dedup", "--lake", str(lake)])  # free again
+    assert started == ["dedup_flow"]
+
+
 def test_an_unwritable_lake_is_refused_before_the_run(unwritable_dir, started):  # noqa: F811
     res = runner.invoke(app, ["run", "--lake", str(unwritable_dir)])
     assert res.exit_code == 2 and "is not writable" in _one_line(res)
