@@ -12,13 +12,23 @@ rows and `counts.png`, a chart of the counts), and `manifest.json` (settings, co
 hashes, lake versions, verifier versions, the gates the passes ran, SQL hashes, warnings):
 what rebuilds the export. Every config is in one of TRL's dataset formats (conversational
 language modeling, prompt-completion or preference): `tests/lake/test_export_trl.py`
-checks them with `trl.data_utils`. Everything is written into a hidden temp directory
-under `<out>` and renamed at the end, so a crash leaves no directory under the export's
-name.
+checks them with `trl.data_utils`.
+
+An export is whole or absent, with its `exports` row, whatever moment a crash picks. It is
+written into a hidden directory beside its destination (`<out>/.<name>.*.crucible-partial`,
+flock'ed while written), synced to disk, recorded (the row, with its final path: the
+commit point), and only then renamed to its name. So a directory under an export's name
+always has its row. A crash before the row leaves a partial directory with no row; a crash
+between the row and the rename leaves a complete one whose row points at a path not there
+yet. The next export in `<out>` settles both (`recover`): the first is deleted, the second
+renamed into place. A reader that finds a row without its directory treats the export as
+absent (`_existing_copy`), as it does one deleted by hand.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import io
@@ -30,7 +40,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -429,41 +439,127 @@ def export(
     for line in warnings:
         log.warning("export: %s", line)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=out))
-    try:
-        files = _write_kinds(tmp, built, settings.shard_rows)
-        manifest = _manifest(
-            name,
-            created_at,
-            settings,
-            built,
-            stats,
-            files,
-            read_versions,
-            provenance,
-            warnings,
-            mixes,
-        )
-        _write_text(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        write_chart(manifest, tmp / CHART)
-        _write_text(tmp / "README.md", dataset_card(manifest))
-        if final.exists():
-            raise ExportError(f"export {final} appeared while writing: pick another name")
+    recover(con, out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=PARTIAL, dir=out))
+    with _writing(tmp):
+        try:
+            files = _write_kinds(tmp, built, settings.shard_rows)
+            manifest = _manifest(
+                name, created_at, settings, built, stats, files, read_versions, provenance,
+                warnings, mixes,
+            )  # fmt: skip
+            _write_card(tmp, manifest)
+            same = None if settings.name else _existing_copy(con, manifest["export_id"])
+            if same is not None:
+                # An unnamed export identical to one already written (same lake state, same
+                # settings): keep that one, which the exports table points at, so rerunning
+                # the pipeline on an unchanged lake leaves no second copy.
+                shutil.rmtree(tmp, ignore_errors=True)
+                log.info("export %s is identical to %s: kept that one", name, same)
+                return ExportResult(same, manifest, dict(manifest["counts"]))
+            if final.exists():
+                raise ExportError(f"export {final} appeared while writing: pick another name")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        try:
+            _record(lake, run_id, final, settings, manifest)  # the commit point
+        except BaseException:
+            _settle(con, tmp)  # a commit that landed before the error still gets its dir
+            raise
         os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    same = None if settings.name else _existing_copy(con, manifest["export_id"])
-    if same is not None:
-        # An unnamed export identical to one already written (same lake state, same
-        # settings): keep that one, which the exports table points at, so rerunning the
-        # pipeline on an unchanged lake leaves no second copy.
-        shutil.rmtree(final, ignore_errors=True)
-        log.info("export %s is identical to %s: kept that one", name, same)
-        return ExportResult(same, manifest, dict(manifest["counts"]))
-    _record(lake, run_id, final, settings, manifest)
+        _sync_dir(out)
     log.info("export %s written to %s: %s", name, final, manifest["counts"])
     return ExportResult(final, manifest, dict(manifest["counts"]))
+
+
+def _write_card(tmp: Path, manifest: dict[str, Any]) -> None:
+    """The manifest, chart and dataset card beside the shards; then all of it synced to
+    disk: whole before the row says it exists."""
+    _write_text(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_chart(manifest, tmp / CHART)
+    _write_text(tmp / "README.md", dataset_card(manifest))
+    _sync_tree(tmp)
+
+
+# The hidden directory an export is written in, beside its destination.
+PARTIAL = ".crucible-partial"
+
+
+def recover(con: duckdb.DuckDBPyConnection, out: Path) -> list[str]:
+    """Settle what interrupted exports left in `out`: a partial directory whose export was
+    recorded (the crash came between its row and its rename) is renamed into place, any
+    other is deleted. One still being written (its flock held: another export in this
+    directory) is left alone. Returns what was done, a line per directory."""
+    done = []
+    for tmp in sorted(out.glob(f".*{PARTIAL}")):
+        if not tmp.is_dir():
+            continue
+        try:
+            with _writing(tmp, wait=False):
+                done.append(_settle(con, tmp))
+        except BlockingIOError:
+            continue  # being written now
+        except FileNotFoundError:
+            continue  # settled by another export meanwhile
+    return done
+
+
+def _settle(con: duckdb.DuckDBPyConnection, tmp: Path) -> str:
+    """Rename a recorded partial directory to its export's path, or delete it."""
+    try:
+        manifest = json.loads((tmp / "manifest.json").read_text())
+        final = tmp.parent / manifest["name"]
+        row = con.execute(
+            "SELECT 1 FROM exports WHERE export_id = $id AND path = $path",
+            {"id": manifest["export_id"], "path": str(final)},
+        ).fetchone()
+    except (OSError, ValueError, KeyError, TypeError):
+        row, final = None, None  # no whole manifest: it never got as far as its row
+    if row is not None and final is not None and not final.exists():
+        os.rename(tmp, final)
+        _sync_dir(tmp.parent)
+        what = f"finished the export {final}: it was recorded but not yet in place"
+        log.warning("%s", what)
+        return what
+    shutil.rmtree(tmp, ignore_errors=True)
+    what = f"removed {tmp}: an export interrupted before it was recorded"
+    log.warning("%s", what)
+    return what
+
+
+@contextlib.contextmanager
+def _writing(path: Path, wait: bool = True) -> Iterator[None]:
+    """An flock on the directory while an export writes it (or settles it): `recover`
+    leaves a live export's directory alone, and the kernel drops the lock of one whose
+    process died."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        yield
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*"), reverse=True):  # files before their directories
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        elif path.is_dir():
+            _sync_dir(path)
+    _sync_dir(root)
+
+
+def _sync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def build_rows(
