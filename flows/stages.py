@@ -491,7 +491,9 @@ def _verify_into_lake(
 ) -> int:
     """Verify candidates on the cluster's actors and append their verdicts (those `keep`
     accepts); the count verified. Workers that died and were restarted by Ray meanwhile
-    (their batches retried) are counted: `worker_restarts`, and per resource."""
+    (their batches retried) are counted: `worker_restarts`, and per resource; each death
+    seen is kept in `worker_deaths` (pid, node, exit status or signal, last stderr lines:
+    `ray_actors.lastwords.WorkerDeath`)."""
     s = ctx.settings
     total = sum(map(len, by_domain.values()))
     rep = reporter()
@@ -522,6 +524,7 @@ def _verify_into_lake(
                 on_batch,
                 pools=ctx.pools,
                 verifier_settings=s.settings_of(domain),
+                on_death=lambda death: ctx.counts.setdefault("worker_deaths", []).append(death),
             ):
                 pass
             if cands:

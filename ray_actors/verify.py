@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import ray
-from ray.util import ActorPool
 
-from ray_actors import cluster
+from ray_actors import cluster, lastwords
 from verifiers import domain as domains
 from verifiers.base import infra_verdict
 from verifiers.contract import Candidate, Limits, Task, Verdict, content_id
@@ -49,6 +49,8 @@ class VerifierWorker:
         for t in tasks:
             self.tasks.setdefault(t["task_id"], Task.from_dict(t))
         pairs = [(self.tasks[tid], code) for tid, code in items]
+        if items:  # named in a death's record, should this process die holding it
+            lastwords.holding(content_id(*items[0]), len(items))
         if artifacts:
             self._seed(artifacts)
         try:  # the GPU verifiers compile a batch in parallel
@@ -170,24 +172,127 @@ def actor_settings(domain: str, resource: str, given: Mapping[str, Any] | None) 
     return out
 
 
-class VerifierPool(ActorPool):
-    """A domain's actors, each in the pool twice: a second batch already waits in an
-    actor's queue while the driver takes in the first one's verdicts (an actor runs one
-    call at a time), so the actors never idle on the driver's lake writes."""
+class VerifierPool:
+    """A domain's actors, each given two calls at a time: a second batch already waits in
+    an actor's queue while the driver takes in the first one's verdicts (an actor runs one
+    call at a time), so the actors never idle on the driver's lake writes.
 
-    def __init__(self, actors: list, resource: str):
-        super().__init__(actors * 2)
-        self.actors, self.resource = actors, resource
+    An actor whose worker died for good (Ray's restarts spent: ActorDiedError) leaves the
+    pool. Its calls run in order, so the oldest one that failed is the one its worker was
+    running each time it died: that job comes back with the error (`next_done`), and the
+    calls only queued behind it are sent again. `spawn` (when given) starts a fresh actor
+    in its place, so a batch that kills every worker it meets costs its own candidates
+    only; but not after more final deaths in a row than the pool had actors, plus one,
+    with no batch verified between them: a worker that dies on everything (a verifier
+    that cannot start) would otherwise be started three times per batch."""
+
+    DEPTH = 2
+
+    def __init__(self, actors: list, resource: str, spawn: Callable[[], Any] | None = None):
+        self.actors, self.resource = list(actors), resource
+        self.started = len(self.actors)
+        self._spawn, self._deaths_in_row = spawn, 0
+        self._free = [a for a in self.actors for _ in range(self.DEPTH)]
+        self._pending: deque[tuple[Callable[[Any, Any], Any], Any]] = deque()
+        # ObjectRef -> (actor, fn, job, submission order)
+        self._inflight: dict[Any, tuple[Any, Callable[[Any, Any], Any], Any, int]] = {}
+        self._done: deque[tuple[Any, Any]] = deque()  # (job, result) not yet returned
+        self._seq = 0
+        self.deaths = lastwords.DeathWatch(self.actors)
 
     @property
     def holds_natives(self) -> bool:
         """Whether its actors hold CPUs or GPUs (not a toolchain resource)."""
         return self.resource in cluster.RAY_NATIVE
 
+    def submit(self, fn: Callable[[Any, Any], Any], job: Any) -> None:
+        self._pending.append((fn, job))
+        self._dispatch()
+
+    def has_next(self) -> bool:
+        return bool(self._done or self._inflight or self._pending)
+
+    def next_done(self, timeout: float) -> tuple[Any, Any]:
+        """(job, its result) of a call that ended, or (job, WorkerLost) for one whose
+        actor died for good holding it, or for a job no live actor is left to take.
+        TimeoutError when none ended within `timeout`."""
+        if self._done:
+            return self._done.popleft()
+        if not self._inflight:
+            _, job = self._pending.popleft()
+            return job, WorkerLost(None, None)  # no live actor is left
+        ready, _ = ray.wait(list(self._inflight), num_returns=1, timeout=timeout)
+        if not ready:
+            raise TimeoutError
+        actor, fn, job, seq = self._inflight.pop(ready[0])
+        try:
+            result = ray.get(ready[0])
+        except ray.exceptions.ActorDiedError as e:
+            self._lost(actor, [(seq, fn, job)], e)
+            return self._done.popleft()
+        self._deaths_in_row = 0
+        self._free.append(actor)
+        self._dispatch()
+        return job, result
+
     def stop(self) -> None:
         """Stop the actors for good (e.g. waiting to restart on a node that is gone)."""
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
+
+    def _dispatch(self) -> None:
+        while self._pending and self._free:
+            actor = self._free.pop()
+            fn, job = self._pending.popleft()
+            self._seq += 1
+            self._inflight[fn(actor, job)] = (actor, fn, job, self._seq)
+
+    def _lost(self, actor: Any, failed: list[tuple[int, Any, Any]], error: BaseException) -> None:
+        """Settle every call of a dead actor: one that ended before it died keeps its
+        result, the oldest that failed is blamed, the rest are sent again."""
+        for ref, (a, fn, job, seq) in list(self._inflight.items()):
+            if a is not actor:
+                continue
+            del self._inflight[ref]
+            if ray.wait([ref], timeout=0)[0]:
+                try:
+                    self._done.append((job, ray.get(ref)))
+                    continue
+                except ray.exceptions.ActorDiedError:
+                    pass
+            failed.append((seq, fn, job))
+        death = self.deaths.final(actor._actor_id.hex())
+        failed.sort(key=lambda f: f[0])  # the oldest first: where a death names no batch
+        named = [f for f in failed if death.held and _first_id(f[2]) == death.held]
+        blamed = (named or failed)[0]
+        self._done.append((blamed[2], WorkerLost(actor._actor_id.hex(), error, death)))
+        for _, fn, job in reversed([f for f in failed if f is not blamed]):
+            self._pending.appendleft((fn, job))
+        self._deaths_in_row += 1
+        self.actors.remove(actor)
+        self._free = [a for a in self._free if a is not actor]
+        if self._spawn is not None and self._deaths_in_row <= self.started + 1:
+            fresh = self._spawn()
+            self.actors.append(fresh)
+            self.deaths.add(fresh)
+            self._free += [fresh] * self.DEPTH
+        self._dispatch()
+
+
+def _first_id(job: tuple[list[Candidate], list]) -> str:
+    """A job's first candidate: what its worker names as it takes it (`lastwords.holding`)."""
+    batch, _ = job
+    return batch[0].candidate_id if batch else ""
+
+
+@dataclass(frozen=True)
+class WorkerLost:
+    """A call whose actor died for good (`actor_id`, Ray's `error`, the `death` that ended
+    it), or a job left when no actor was (all None)."""
+
+    actor_id: str | None
+    error: BaseException | None
+    death: lastwords.WorkerDeath | None = None
 
 
 def make_pool(
@@ -224,13 +329,17 @@ def make_pool(
     # the node came back. A crash loop stays bounded: after `max_restarts` the actor is
     # dead and its calls raise ActorDiedError.
     actor_cls = ray.remote(VerifierWorker).options(
-        **cluster.actor_options(resource), max_restarts=2, max_task_retries=-1
+        **cluster.actor_options(resource),
+        **lastwords.runtime_env(),  # how its worker ends is kept (ray_actors/lastwords.py)
+        max_restarts=2,
+        max_task_retries=-1,
     )
     chosen = actor_settings(domain, resource, verifier_settings)
-    actors = [
-        actor_cls.remote(domain, limits.to_dict(), chosen, settings.backend) for _ in range(n)
-    ]
-    return VerifierPool(actors, resource), n
+
+    def spawn() -> Any:
+        return actor_cls.remote(domain, limits.to_dict(), chosen, settings.backend)
+
+    return VerifierPool([spawn() for _ in range(n)], resource, spawn), n
 
 
 def _release_natives(pools: dict[str, tuple[VerifierPool, int]]) -> None:
@@ -279,6 +388,7 @@ def verify_candidates(
     pools: dict[str, tuple[VerifierPool, int]] | None = None,
     verifier_settings: Mapping[str, Any] | None = None,
     build_settings: Mapping[str, Any] | None = None,
+    on_death: Callable[[dict], None] | None = None,
 ) -> Iterator[Verdict]:
     """Verify on the cluster, yielding verdicts as batches finish (order not kept).
 
@@ -337,8 +447,10 @@ def verify_candidates(
                 pool.submit(submit, (batch, artifacts))
             if not pool.has_next():
                 continue
+        for death in pool.deaths.poll():
+            _said_death(domain, death, on_death)
         try:
-            result = pool.get_next_unordered(timeout=BUILD_POLL_S if builds else NODE_POLL_S)
+            job, result = pool.next_done(timeout=BUILD_POLL_S if builds else NODE_POLL_S)
         except TimeoutError:
             if cluster.slots(pool.resource) > 0:
                 seen = time.monotonic()
@@ -357,11 +469,17 @@ def verify_candidates(
                 return
             continue
         seen = time.monotonic()
-        verdicts = [Verdict.from_dict(d) for d in result]
+        if isinstance(result, WorkerLost):
+            reason = _worker_lost(domain, pool, job[0], result, on_death)
+            verdicts = infra_verdicts(job[0], tasks, "worker_died", reason, verifier.name, version)
+        else:
+            verdicts = [Verdict.from_dict(d) for d in result]
         left.difference_update(v.candidate_id for v in verdicts)
         if on_batch:
             on_batch(verdicts)
         yield from verdicts
+    if not pool.actors and pools is not None:
+        pools.pop(domain, None)  # every worker died: the next call starts fresh ones
 
 
 # How often a wait for verdicts looks whether a build has ended, while builds are out.
@@ -445,6 +563,43 @@ def _built(
         out += [(batch, []) for batch in builds.values()]
         builds.clear()
     return out
+
+
+def _said_death(
+    domain: str, death: lastwords.WorkerDeath, on_death: Callable[[dict], None] | None
+) -> None:
+    """A worker death, in the run's log the moment it is seen, and to the stage."""
+    log.warning("a %s %s", domain, death.describe())
+    if on_death is not None:
+        on_death(death.to_dict())
+
+
+def _worker_lost(
+    domain: str,
+    pool: VerifierPool,
+    batch: list[Candidate],
+    lost: WorkerLost,
+    on_death: Callable[[dict], None] | None,
+) -> str:
+    """Why `batch` gets `worker_died` verdicts: the death that ended its actor for good,
+    with its exit status or signal and last stderr lines (logged, and kept in each)."""
+    death = lost.death
+    if death is None:
+        reason = (
+            f"no {domain} verifier worker was left to verify these candidates: every one "
+            "died (the deaths above say how); the next run verifies them again"
+        )
+        log.warning("%d %s candidates: %s", len(batch), domain, reason)
+        return reason
+    for d in pool.deaths.poll():  # that death among them, said before what it costs
+        _said_death(domain, d, on_death)
+    reason = (
+        f"the {domain} {death.describe()}; it held these candidates, and Ray's restarts "
+        "of it were spent: a machine or verifier fault, not the candidate's; the next run "
+        "verifies them again"
+    )
+    log.warning("%d %s candidates get infra_error (worker_died): %s", len(batch), domain, reason)
+    return reason
 
 
 def _node_lost(domain: str, resource: str, n: int, wait_s: float) -> str:

@@ -201,6 +201,11 @@ CODES: dict[str, tuple[str, str]] = {
         INFRA,
         "the Ray node verifying it was lost and no node offering its resource came back",
     ),
+    "worker_died": (
+        INFRA,
+        "the verifier worker holding it died (a crash, the OOM killer, a kill from outside) "
+        "and Ray's restarts of it were spent",
+    ),
     "uninitialized_state": (
         FUNCTIONAL,
         "outputs depend on what registers without reset or initial value hold at power-up",

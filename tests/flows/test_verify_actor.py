@@ -156,10 +156,9 @@ def test_a_new_domain_pool_releases_kept_pools_that_hold_cpus_or_gpus():
 
 def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent(own_ray):
     """Lost batches are resent without a count (a lost node must not spend them), so the
-    bound on a crash loop is the actor's own restarts: 1 + max_restarts attempts, then
-    ActorDiedError ends the call rather than a resend forever."""
-    import ray
-
+    bound on a crash loop is the actor's own restarts: 1 + max_restarts attempts, then the
+    batch's candidates are infra_error `worker_died`, naming the signal, rather than a
+    resend forever or a run that fails."""
     from generators.perturb import generator_for
     from ray_actors import cluster
     from ray_actors.verify import PoolSettings, verify_candidates
@@ -168,11 +167,12 @@ def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent(ow
     cands = generator_for("rtl").generate(task)[:2]
     limits = Limits(gates=("compile", "simulate"))
     cluster.start(cluster.ClusterSettings(num_cpus=2))
+    verdicts: list = []
     raised: list[BaseException] = []
 
     def run():
         try:
-            list(
+            verdicts.extend(
                 verify_candidates(
                     "rtl", cands, {task.task_id: task}, limits,
                     PoolSettings(workers=1, batch_size=len(cands)),
@@ -196,5 +196,9 @@ def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent(ow
         assert not runner.is_alive(), "the batch was resent forever"
     finally:
         cluster.shutdown()
-    assert len(raised) == 1 and isinstance(raised[0], ray.exceptions.ActorDiedError), raised
+    assert raised == []
     assert len(killed) == 3  # the first try and one per restart (max_restarts=2)
+    assert sorted(v.candidate_id for v in verdicts) == sorted(c.candidate_id for c in cands)
+    for v in verdicts:
+        assert (v.status, v.code) == (Status.INFRA_ERROR, "worker_died")
+        assert "was killed by signal SIGKILL while verifying candidate" in v.feedback
