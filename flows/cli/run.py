@@ -184,6 +184,7 @@ def _print_result(con, result: dict, lake: Path) -> None:
             f"[yellow]{c['worker_restarts']} verifier worker(s) died and were restarted by "
             f"Ray[/] ({where}); their batches were verified again"
         )
+    _print_deaths(con, c.get("worker_deaths") or [])
     _print_rows(
         con,
         "pass rates, whole lake (sql/pass_rates.sql)",
@@ -204,6 +205,28 @@ def _print_result(con, result: dict, lake: Path) -> None:
     )
     if c.get("export_path"):
         print_export(con, c)
+
+
+SHOWN_DEATHS = 3
+
+
+def _print_deaths(con, deaths: list[dict]) -> None:
+    """How the workers that died ended (exit status or signal, last stderr lines), as the
+    run's counts keep them (`worker_deaths`)."""
+    from rich.markup import escape
+
+    from ray_actors.lastwords import WorkerDeath
+
+    for d in deaths[:SHOWN_DEATHS]:
+        death = WorkerDeath(**{**d, "stderr_tail": tuple(d.get("stderr_tail") or ())})
+        con.print(f"  [yellow]worker death:[/] {escape(death.describe())}", highlight=False)
+    if len(deaths) > SHOWN_DEATHS:
+        con.print(
+            f"  ... and {len(deaths) - SHOWN_DEATHS} more: the run's counts keep them all "
+            "(crucible sql \"SELECT counts->'worker_deaths' FROM runs ORDER BY started_at "
+            'DESC LIMIT 1")',
+            highlight=False,
+        )
 
 
 def _print_rows(con, title: str, rows: list[dict], cols: list[str]) -> None:

@@ -401,3 +401,35 @@ def test_serve_takes_every_pipeline_option_run_takes():
     assert serve_opts - run_opts == {"cron", "name"} and run_opts <= serve_opts
     help_text = runner.invoke(app, ["run", "--help"]).output
     assert "--fast" in help_text and "--sim-only" not in help_text  # a hidden alias
+
+
+def test_the_run_summary_says_how_each_dead_worker_ended():
+    """A worker death keeps its exit status or signal and its last stderr lines; the summary
+    shows them under the restart count, not only that workers died."""
+    import io
+
+    from rich.console import Console
+
+    from flows.cli.run import _print_result
+
+    deaths = [
+        {"pid": 101, "node": "eda-1", "exit_status": 3, "signal": None,
+         "stderr_tail": ["Traceback (most recent call last):", "MemoryError"],
+         "log_file": "/tmp/ray/logs/worker-a-01000000-101.err", "held": "ab" * 32},
+        {"pid": 102, "node": "eda-1", "exit_status": None, "signal": "SIGKILL",
+         "stderr_tail": [], "log_file": "", "held": ""},
+    ]  # fmt: skip
+    counts = {"worker_restarts": 2, "worker_restarts_by_resource": {"eda": 2}}
+    reports = {"pass_rates": [], "taxonomy": [], "survivors": []}
+    counts["worker_deaths"] = deaths
+    result = {"run_id": "r" * 12, "refused": [], "seconds": 1.0, "counts": counts, **reports}
+    con = Console(file=io.StringIO(), width=400, record=True)
+    _print_result(con, result, Path("lake"))
+    text = con.export_text()
+    assert "2 verifier worker(s) died and were restarted by Ray (2 on `eda`)" in text
+    assert (
+        "worker death: verifier worker pid 101 on eda-1 exited with status 3 while verifying "
+        "candidate abababababab; its last stderr lines: Traceback (most recent call last): | "
+        "MemoryError (its stderr: /tmp/ray/logs/worker-a-01000000-101.err)"
+    ) in text
+    assert "worker death: verifier worker pid 102 on eda-1 was killed by signal SIGKILL" in text
