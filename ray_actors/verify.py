@@ -178,13 +178,15 @@ class VerifierPool:
     call at a time), so the actors never idle on the driver's lake writes.
 
     An actor whose worker died for good (Ray's restarts spent: ActorDiedError) leaves the
-    pool. Its calls run in order, so the oldest one that failed is the one its worker was
-    running each time it died: that job comes back with the error (`next_done`), and the
-    calls only queued behind it are sent again. `spawn` (when given) starts a fresh actor
-    in its place, so a batch that kills every worker it meets costs its own candidates
-    only; but not after more final deaths in a row than the pool had actors, plus one,
-    with no batch verified between them: a worker that dies on everything (a verifier
-    that cannot start) would otherwise be started three times per batch."""
+    pool. The job its worker held when it died comes back with the error (`next_done`):
+    the batch the death's record names (`lastwords.holding`), else the oldest call that
+    failed; order alone cannot tell, since a call whose reply the death cut off runs again
+    after the restart. Its other calls, only queued, are sent again, and one that ended
+    before the death keeps its result. `spawn` (when given) starts a fresh actor in its
+    place, so a batch that kills every worker it meets costs its own candidates only; but
+    not after more final deaths in a row than the pool had actors, plus one, with no batch
+    verified between them: a worker that dies on everything (a verifier that cannot
+    start) would otherwise be started three times per batch."""
 
     DEPTH = 2
 
