@@ -654,16 +654,49 @@ def check_export_target(out: Path, name: str) -> None:
 PROBE_TIMEOUT_S = 5.0
 
 
-def check_prefect_api(environ: typing.Mapping[str, str] | None = None) -> None:
-    """With PREFECT_API_URL set, a flow reports to that server: one that does not answer
-    is refused now, not after Prefect's client retried for a minute."""
+def prefect_api() -> tuple[str, str | None]:
+    """The Prefect API a flow of this process reports to, (URL, API key), as Prefect's
+    own settings resolve it: the environment, a .env / prefect.toml / pyproject.toml in
+    the working directory, the active profile. The URL is empty for Prefect's temporary
+    in-process API."""
+    from prefect.settings import get_current_settings
+
+    api = get_current_settings().api
+    key = api.key.get_secret_value() if api.key is not None else None
+    return (api.url or "").strip(), key
+
+
+def _prefect_api_source(url: str) -> tuple[str, str]:
+    """Where the Prefect API URL `url` is set (empty: the environment), and how to
+    unset it there."""
+    if os.environ.get("PREFECT_API_URL", "").strip() == url:
+        return "", "unset PREFECT_API_URL"
+    from prefect.settings import PREFECT_API_URL, get_current_settings, load_current_profile
+
+    try:
+        profile = load_current_profile()
+    except Exception:  # a hint only: an unreadable profile file is Prefect's to report
+        profile = None
+    if profile is not None and str(profile.settings.get(PREFECT_API_URL) or "").strip() == url:
+        return (
+            f" (set in Prefect profile {profile.name!r}, {get_current_settings().profiles_path})",
+            "remove it from the profile: `prefect config unset PREFECT_API_URL`",
+        )
+    return (
+        " (set in Prefect's settings: `prefect config view --show-sources` says where)",
+        "remove PREFECT_API_URL there",
+    )
+
+
+def check_prefect_api() -> None:
+    """A flow reports to the Prefect API that Prefect's settings name (`prefect_api`),
+    wherever it is set: one that does not answer is refused now, in one line and before
+    anything is made, not after Prefect's client retried for a minute mid-run."""
     import httpx
 
-    env = os.environ if environ is None else environ
-    url = env.get("PREFECT_API_URL", "").strip()
+    url, key = prefect_api()
     if not url:
-        return
-    key = env.get("PREFECT_API_KEY")
+        return  # Prefect's temporary in-process API: started with the flow
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         resp = httpx.get(url.rstrip("/") + "/health", headers=headers, timeout=PROBE_TIMEOUT_S)
@@ -673,9 +706,9 @@ def check_prefect_api(environ: typing.Mapping[str, str] | None = None) -> None:
     except (httpx.HTTPError, httpx.InvalidURL) as e:
         ok, why = False, f" ({type(e).__name__})"
     if not ok:
+        where, fix = _prefect_api_source(url)
         raise UserError(
-            f"Prefect API at {url} is not answering{why}: start `crucible server` "
-            "or unset PREFECT_API_URL"
+            f"Prefect API at {url} is not answering{why}{where}: start `crucible server` or {fix}"
         )
 
 

@@ -22,6 +22,7 @@ from flows.options import (
     lake_text,
     open_lake,
     pipeline_options,
+    prefect_api,
 )
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def serve(
         ) from None
     settings = opts.pipeline_settings()
     check_prefect_api()  # a server that is down: said now, not when the first run is due
-    if not os.environ.get("PREFECT_API_URL"):
+    if not prefect_api()[0]:
         render.console().print(
             "[yellow]PREFECT_API_URL is not set:[/] serving against a temporary server that "
             "goes away with this process. Run `crucible server` and export "

@@ -5,6 +5,7 @@ command reached them: the refusals come first, so no pipeline runs here."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -303,22 +304,33 @@ def test_base_url_is_probed_before_the_run(tmp_path, remote_server, started):
 # --- 4. PREFECT_API_URL with the server down ------------------------------------------------
 
 
+@contextlib.contextmanager
+def _prefect_api_url(monkeypatch, url: str) -> Iterator[None]:
+    """PREFECT_API_URL set as a fresh process would see it: in the environment and in
+    Prefect's settings (which this process read when it imported Prefect)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    with temporary_settings({PREFECT_API_URL: url}):
+        yield
+
+
 def test_a_prefect_api_that_does_not_answer_is_refused(
     tmp_path, monkeypatch, remote_server, started
 ):
     lake = _a_lake(tmp_path / "lake")
     down = f"http://127.0.0.1:{_closed_port()}/api"
-    monkeypatch.setenv("PREFECT_API_URL", down)
-    for args in (["run"], ["serve"], ["dedup"], ["export"]):
-        res = runner.invoke(app, [*args, "--lake", str(lake)])
-        assert res.exit_code == 2, (args, res.output)
-        assert _one_line(res).startswith(
-            f"error: Prefect API at {down} is not answering (ConnectError): start "
-            "`crucible server` or unset PREFECT_API_URL"
-        ), args
+    with _prefect_api_url(monkeypatch, down):
+        for args in (["run"], ["serve"], ["dedup"], ["export"]):
+            res = runner.invoke(app, [*args, "--lake", str(lake)])
+            assert res.exit_code == 2, (args, res.output)
+            assert _one_line(res).startswith(
+                f"error: Prefect API at {down} is not answering (ConnectError): start "
+                "`crucible server` or unset PREFECT_API_URL"
+            ), args
     assert started == []
-    monkeypatch.setenv("PREFECT_API_URL", f"{remote_server}/api")  # one that answers
-    runner.invoke(app, ["dedup", "--lake", str(lake)])
+    with _prefect_api_url(monkeypatch, f"{remote_server}/api"):  # one that answers
+        runner.invoke(app, ["dedup", "--lake", str(lake)])
     assert started == ["dedup_flow"]
 
 
