@@ -38,7 +38,8 @@ def server(
     ] = None,
 ) -> None:
     """Start the Prefect server and UI (Ctrl-C stops it). Then, in the shell that runs
-    Crucible: export PREFECT_API_URL=http://HOST:PORT/api, and open http://HOST:PORT to
+    Crucible: export PREFECT_API_URL=http://HOST:PORT/api (nothing is saved in your
+    Prefect profile: the URL lives as long as the export does), and open http://HOST:PORT to
     watch flow runs, their stage tasks, logs and artifacts (pass rates, taxonomy, export
     manifest). With --database postgresql://... the server keeps its state (deployments,
     schedules, flow runs, logs) in PostgreSQL instead of a SQLite file; the database is
@@ -65,12 +66,17 @@ def server(
         "PREFECT_SERVER_API_HOST": host,
         "PREFECT_SERVER_API_PORT": str(port),
         "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL") or f"http://{host}:{port}/api",
+        # In a terminal, `prefect server start` asks whether to save PREFECT_API_URL in
+        # the user's Prefect profile and waits for the answer (seen: the start hung on
+        # the question). Saved, that URL outlives the server, and every later run
+        # reported to a dead API. No question: the settings go to the server alone.
+        "PREFECT_CLI_PROMPT": "false",
     }
     if db is not None:  # in the environment, not on a command line others can read
         env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)  # an alias: one name only
         env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = db.url
-    cmd = [exe, "server", "start", "--host", host, "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env)
+    cmd = [exe, "--no-prompt", "server", "start", "--host", host, "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
     try:
         # the URL only once the API answers (the UI is served by the same process)
         if _wait_healthy(f"http://{host}:{port}/api/health", proc):

@@ -1,18 +1,30 @@
-"""A Prefect API that does not answer, wherever Prefect's settings name it (the user's
-profile, a .env), is refused before a run makes anything."""
+"""`crucible server` and the runs that report to it, as a user meets them: the server
+started from a terminal nobody answers (a pty; a prompt, if one came, is answered with
+Enter as a user would) in a fresh PREFECT_HOME that already holds the user's Prefect
+profile; and a Prefect API that does not answer, wherever Prefect's settings name it."""
 
 from __future__ import annotations
 
 import os
+import pty
+import re
+import select
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CRUCIBLE = [sys.executable, "-m", "flows.cli"]
+PROMPT = "How would you like to proceed?"
+# a user's own profile, without PREFECT_API_URL: what `prefect server start` asked about
+PROFILE = 'active = "mine"\n\n[profiles.mine]\nPREFECT_LOGGING_LEVEL = "INFO"\n'
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _free_port() -> int:
@@ -21,12 +33,85 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _get(url: str, accept: str = "application/json") -> tuple[int, bytes]:
+    req = urllib.request.Request(url, headers={"accept": accept})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, r.read()
+
+
 def _env(home: Path, **more: str) -> dict[str, str]:
     env = {**os.environ, "PREFECT_HOME": str(home), "PYTHONPATH": str(ROOT), **more}
     for k in ("PREFECT_API_URL", "PREFECT_UI_API_URL", "PREFECT_PROFILE"):
         if k not in more:
             env.pop(k, None)
     return env
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`crucible server` on a free port, on a terminal of its own; what the terminal
+    showed, whether Prefect's prompt came, and the profile file before."""
+    tmp = tmp_path_factory.mktemp("server")
+    home = tmp / "prefect"
+    home.mkdir()
+    (home / "profiles.toml").write_text(PROFILE)
+    port = _free_port()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*CRUCIBLE, "server", "--port", str(port)], cwd=ROOT, env=_env(home),
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    seen: list[str] = []
+    prompted = threading.Event()
+    ready = threading.Event()
+
+    def read() -> None:  # all along: a full pty would stall the server
+        while True:
+            select.select([master], [], [], 1.0)
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.append(_ANSI.sub("", chunk.decode(errors="replace")))
+            text = "".join(seen)
+            if PROMPT in text and not prompted.is_set():
+                prompted.set()
+                os.write(master, b"\r")  # as a user would: the first choice
+            if "Prefect UI:" in text:
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        ready.wait(120)
+        yield {
+            "api": f"http://127.0.0.1:{port}/api",
+            "ui": f"http://127.0.0.1:{port}",
+            "home": home,
+            "tmp": tmp,
+            "ready": ready.is_set(),
+            "prompted": prompted.is_set(),
+            "text": lambda: "".join(seen),
+        }
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in its terminal
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(master)
+
+
+def test_the_server_starts_without_a_question_and_leaves_the_profile_alone(server):
+    """Over 30 s with its set-up on a loaded machine: a real Prefect server starts."""
+    text = server["text"]()
+    assert PROMPT not in text and not server["prompted"], text[-3000:]
+    assert server["ready"], text[-3000:]
+    assert (server["home"] / "profiles.toml").read_text() == PROFILE
+    assert _get(server["api"] + "/health")[0] == 200
 
 
 def _dead_api() -> str:
