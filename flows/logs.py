@@ -96,3 +96,27 @@ def _run_log_handler() -> type:
 
         _HANDLER = RunLogHandler
     return _HANDLER
+
+
+class _NotPrefect(logging.Filter):
+    """Drops Prefect's own records below CRITICAL."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = record.name
+        return record.levelno >= logging.CRITICAL or not (
+            name == "prefect" or name.startswith("prefect.")
+        )
+
+
+def hush_prefect_console() -> None:
+    """From now on no console handler shows Prefect's own records (below CRITICAL).
+    After Ctrl-C Prefect reports the run it aborts as errors ("Crash detected!", "Finished
+    in state Crashed", its event client reconnecting): they still reach the flow run's
+    logs in the API, and the command's one line says what happened."""
+    loggers = [logging.getLogger(), *list(logging.Logger.manager.loggerDict.values())]
+    for lg in loggers:
+        for h in getattr(lg, "handlers", ()):  # placeholders have none
+            if isinstance(h, logging.StreamHandler) and not any(
+                isinstance(f, _NotPrefect) for f in h.filters
+            ):
+                h.addFilter(_NotPrefect())

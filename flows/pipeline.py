@@ -25,7 +25,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows import logs, stages
+from flows import interrupt, logs, stages
 from flows.stages import PipelineSettings, StageContext
 from lake.schema import Run
 from lake.store import LakeFull
@@ -118,19 +118,24 @@ def _run(
 ) -> dict[str, Any]:
     """Run `body` in a stage context, record the run row, publish the artifacts."""
     logs.to_prefect()  # also in a deployment's own process, which skips the CLI
+    interrupt.reclaim()  # the command's Ctrl-C / SIGTERM handling, over Prefect's SIGTERM
     run_id = _flow_run_id()
+    stages.reporter().run_started(run_id)
     started_at = utc_now()
     t0 = time.perf_counter()
     with stages.stage_context(settings, run_id, f"the {name} flow") as ctx:
         versions_read = ctx.lake.versions()
-        error: str | None = None
+        status, error = "completed", None
         try:
             body(ctx)
         except BaseException as e:
-            error = f"{type(e).__name__}: {e}"
+            if interrupt.is_cancellation(e):  # Ctrl-C, SIGTERM: asked to stop
+                status, error = "cancelled", interrupt.cancellation_text(e)
+            else:
+                status, error = "failed", f"{type(e).__name__}: {e}"
             raise
         finally:
-            _record_run(ctx, name, settings, started_at, t0, versions_read, error)
+            _record_run(ctx, name, settings, started_at, t0, versions_read, status, error)
         reports = stages.report(ctx.con, run_id)
         _publish(name, ctx, reports)
     return {
@@ -156,12 +161,13 @@ def _record_run(
     started_at: str,
     t0: float,
     versions_read: dict[str, int],
+    status: str,
     error: str | None,
 ) -> None:
     run = Run(
         run_id=ctx.run_id,
         flow=name,
-        status="failed" if error else "completed",
+        status=status,
         started_at=started_at,
         finished_at=utc_now(),
         seconds=round(time.perf_counter() - t0, 3),

@@ -24,6 +24,7 @@ from typing import Any
 
 import duckdb
 
+from flows import interrupt
 from generators import make_generator
 from generators.base import Generator, RepairRequest
 from lake import db
@@ -126,6 +127,9 @@ class PipelineSettings:
 
 
 class Reporter:
+    def run_started(self, run_id: str) -> None:
+        """The flow run began: its id (its Prefect flow-run id)."""
+
     def stage(self, name: str, total: int | None = None) -> None: ...
     def advance(self, n: int = 1) -> None: ...
     def done(self) -> None: ...
@@ -192,6 +196,13 @@ def stage_context(
         finally:
             ctx.pools.clear()  # the last handle gone, Ray stops the actors
             con.close()
+
+
+def _start_ray(s: PipelineSettings) -> None:
+    """Ray started or joined. `ray.init` sets its own SIGTERM handler (SystemExit): the
+    command's, which cancels the run, is put back (`flows.interrupt`)."""
+    cluster.start(s.ray)
+    interrupt.reclaim()
 
 
 def task_ids(ctx: StageContext) -> list[str]:
@@ -336,7 +347,7 @@ def generator(ctx: StageContext) -> Generator:
         from generators.settings import LLMSettings
         from ray_actors.generate import vllm_generator
 
-        cluster.start(ctx.settings.ray)
+        _start_ray(ctx.settings)
         return vllm_generator(LLMSettings.from_dict(dict(llm or {})))
     return make_generator(ctx.settings.generator, llm)
 
@@ -499,7 +510,7 @@ def _verify_into_lake(
     rep = reporter()
     rep.stage(label or stage, total)
     if total:
-        cluster.start(s.ray)
+        _start_ray(s)
     statuses: dict[str, int] = {}
     verifier_ms = 0.0
     with BatchWriter(ctx.lake, run_id=ctx.run_id, batch_size=s.verdict_batch) as w:

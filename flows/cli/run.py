@@ -4,6 +4,7 @@ schedule, with progress bars and the summary tables."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,6 +34,10 @@ class _RichReporter:
     def __init__(self, progress: Progress):
         self.progress = progress
         self.task = None
+        self.run_id: str | None = None
+
+    def run_started(self, run_id: str) -> None:
+        self.run_id = run_id
 
     def stage(self, name: str, total: int | None = None) -> None:
         self.task = self.progress.add_task(name, total=total)
@@ -59,22 +64,47 @@ def run(opts: RunOptions) -> None:
     export SFT/DPO data; everything lands in the Delta lake. Re-running resumes: work
     already in the lake is not redone. With no options: the built-in catalog, offline.
 
-    Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI."""
+    Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI.
+    Ctrl-C (or SIGTERM) cancels the run in seconds (exit 130; 143 after SIGTERM) and the
+    next run resumes it; a second Ctrl-C stops at once."""
     settings = opts.pipeline_settings()  # names and values: refused before anything is made
     _preflight(settings)
+    from flows import interrupt, logs
+
+    con = render.console()
+    reporter = _RichReporter(_progress(con))
+    try:
+        with interrupt.cancel_on_signals(FORCED, on_first=logs.hush_prefect_console):
+            result = _run_pipeline(settings, reporter)
+    except KeyboardInterrupt:  # `Cancelled`, or a plain one where Ray re-raised it
+        signum = interrupt.first_signal()
+        if signum is None:
+            raise
+        say_error(_cancelled_line(signum, reporter.run_id), "cancelled:")
+        raise typer.Exit(128 + signum) from None
+    _print_result(con, result, opts.lake)
+    if result["refused"]:
+        raise typer.Exit(1)
+
+
+FORCED = "stopped at once (a second signal); the next `crucible run` resumes"
+
+
+def _run_pipeline(settings, reporter: _RichReporter) -> dict:
+    """The pipeline flow with progress bars; Ray stopped after it, however it ended."""
+    from flows import interrupt
     from flows.pipeline import pipeline_flow
     from flows.stages import reporting
     from lake.lock import hold
     from lake.store import LakeError
     from ray_actors import cluster
 
-    con = render.console()
-    progress = _progress(con)
     # a lake another command is writing: one line, exit 2, before Prefect or Ray start
     with hold(settings.lake, "crucible run"):
         try:
-            with progress, reporting(_RichReporter(progress)):
-                result = pipeline_flow(settings)
+            interrupt.start_temporary_api()  # a no-op when Prefect's settings name an API
+            with reporter.progress, reporting(reporter):
+                return pipeline_flow(settings)
         except LakeError as e:
             say_error(str(e), "lake error:")
             raise typer.Exit(2) from None
@@ -83,9 +113,18 @@ def run(opts: RunOptions) -> None:
             raise typer.Exit(2) from None
         finally:
             cluster.shutdown()
-    _print_result(con, result, opts.lake)
-    if result["refused"]:
-        raise typer.Exit(1)
+
+
+def _cancelled_line(signum: int, run_id: str | None) -> str:
+    """One line for a run stopped by Ctrl-C or SIGTERM: which run, and how to go on."""
+    import shlex
+    import signal
+
+    how = "after Ctrl-C" if signum == signal.SIGINT else f"by {signal.Signals(signum).name}"
+    again = shlex.join(["crucible", *sys.argv[1:]])
+    if run_id is None:
+        return f"stopped {how} before the run started; start it again with: {again}"
+    return f"run {run_id} stopped {how} (recorded as cancelled); resume with: {again}"
 
 
 def _preflight(settings) -> None:
