@@ -119,8 +119,8 @@ def _run(
     """Run `body` in a stage context, record the run row, publish the artifacts."""
     logs.to_prefect()  # also in a deployment's own process, which skips the CLI
     interrupt.reclaim()  # the command's Ctrl-C / SIGTERM handling, over Prefect's SIGTERM
-    run_id = _flow_run_id()
-    stages.reporter().run_started(run_id)
+    run_id, ui_url = _flow_run()
+    stages.reporter().run_started(run_id, ui_url)
     started_at = utc_now()
     t0 = time.perf_counter()
     with stages.stage_context(settings, run_id, f"the {name} flow") as ctx:
@@ -140,6 +140,7 @@ def _run(
         _publish(name, ctx, reports)
     return {
         "run_id": run_id,
+        "ui_url": ui_url,
         "counts": ctx.counts,
         "refused": [str(e) for e in ctx.refused],
         "seconds": round(time.perf_counter() - t0, 3),
@@ -147,11 +148,18 @@ def _run(
     }
 
 
-def _flow_run_id() -> str:
+def _flow_run() -> tuple[str, str | None]:
+    """The run's id (its Prefect flow-run id) and its page in the Prefect UI: None on
+    Prefect's temporary in-process API, which serves no UI, and outside a flow run."""
     from prefect.runtime import flow_run
+    from prefect.settings import get_current_settings
+    from prefect.utilities.urls import url_for
 
     fid = flow_run.id
-    return str(fid) if fid else uuid.uuid4().hex
+    if not fid:
+        return uuid.uuid4().hex, None
+    ui = url_for("flow-run", obj_id=fid) if get_current_settings().api.url else None
+    return str(fid), ui
 
 
 def _record_run(

@@ -127,8 +127,9 @@ class PipelineSettings:
 
 
 class Reporter:
-    def run_started(self, run_id: str) -> None:
-        """The flow run began: its id (its Prefect flow-run id)."""
+    def run_started(self, run_id: str, ui_url: str | None) -> None:
+        """The flow run began: its id, and its page in the Prefect UI (None when the
+        API is Prefect's temporary in-process one, which serves no UI)."""
 
     def stage(self, name: str, total: int | None = None) -> None: ...
     def advance(self, n: int = 1) -> None: ...

@@ -36,8 +36,12 @@ class _RichReporter:
         self.task = None
         self.run_id: str | None = None
 
-    def run_started(self, run_id: str) -> None:
+    def run_started(self, run_id: str, ui_url: str | None) -> None:
         self.run_id = run_id
+        if ui_url:  # a Prefect server's UI (the temporary in-process API serves none)
+            self.progress.console.print(
+                f"run {run_id[:12]} in the Prefect UI: {ui_url}", highlight=False, soft_wrap=True
+            )
 
     def stage(self, name: str, total: int | None = None) -> None:
         self.task = self.progress.add_task(name, total=total)
@@ -64,9 +68,10 @@ def run(opts: RunOptions) -> None:
     export SFT/DPO data; everything lands in the Delta lake. Re-running resumes: work
     already in the lake is not redone. With no options: the built-in catalog, offline.
 
-    Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI.
-    Ctrl-C (or SIGTERM) cancels the run in seconds (exit 130; 143 after SIGTERM) and the
-    next run resumes it; a second Ctrl-C stops at once."""
+    Set PREFECT_API_URL (see `crucible server`) to watch the run in the Prefect UI: the
+    run's page is printed when it starts and in the summary. Ctrl-C (or SIGTERM) cancels
+    the run in seconds (exit 130; 143 after SIGTERM) and the next run resumes it; a
+    second Ctrl-C stops at once."""
     settings = opts.pipeline_settings()  # names and values: refused before anything is made
     _preflight(settings)
     from flows import interrupt, logs
@@ -217,6 +222,8 @@ def _print_result(con, result: dict, lake: Path) -> None:
         f"{c.get('trajectories_written', 0)} trajectories, total {result['seconds']:.1f}s; "
         f"lake {lake_text(lake)}"
     )
+    if result.get("ui_url"):
+        con.print(f"Prefect UI: {result['ui_url']}", highlight=False, soft_wrap=True)
     if c.get("worker_restarts"):
         by = c.get("worker_restarts_by_resource") or {}
         where = ", ".join(f"{n} on `{r}`" for r, n in sorted(by.items()))

@@ -1,10 +1,12 @@
 """`crucible server` and the runs that report to it, as a user meets them: the server
 started from a terminal nobody answers (a pty; a prompt, if one came, is answered with
 Enter as a user would) in a fresh PREFECT_HOME that already holds the user's Prefect
-profile; and a Prefect API that does not answer, wherever Prefect's settings name it."""
+profile; a Prefect API that does not answer, wherever Prefect's settings name it; and a
+run against the live server, which prints its page in the Prefect UI."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -18,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.flows.lakeq import q
 
 ROOT = Path(__file__).resolve().parents[2]
 CRUCIBLE = [sys.executable, "-m", "flows.cli"]
@@ -152,3 +156,25 @@ def test_an_api_that_does_not_answer_is_refused_before_anything_is_made(tmp_path
     }[where]
     assert fix in lines[0]
     assert not lake.exists()
+
+
+def test_a_run_prints_its_page_in_the_prefect_ui_at_its_start_and_end(server, tmp_path):
+    home = server["tmp"] / "prefect"
+    lake = tmp_path / "lake"
+    res = subprocess.run(
+        [*CRUCIBLE, "run", "--lake", str(lake), "--stages", "dedup"], cwd=ROOT,
+        env=_env(home, PREFECT_API_URL=server["api"]), capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    ((run_id,),) = q(lake, "SELECT run_id FROM runs")
+    page = f"{server['ui']}/runs/flow-run/{run_id}"
+    lines = out.splitlines()
+    first = lines.index(f"run {run_id[:12]} in the Prefect UI: {page}")
+    summary = next(i for i, x in enumerate(lines) if x.startswith(f"run {run_id[:12]}: "))
+    assert first < summary and f"Prefect UI: {page}" in lines[summary:], out[-3000:]
+    status, body = _get(page, accept="text/html")  # as a browser asks for it
+    assert status == 200 and b"<html" in body  # the UI's page (the API says 404 to JSON)
+    status, body = _get(f"{server['api']}/flow_runs/{run_id}")
+    assert status == 200 and json.loads(body)["state_type"] == "COMPLETED"
