@@ -75,33 +75,59 @@ def cancel_on_signals(
     `Cancelled` in the main thread; any later one writes `forced_message` and ends the
     process at once, with 128 + the first signal's number (130 after Ctrl-C).
 
+    The second signal is counted off the main thread (Python's wakeup fd, read by a
+    thread of its own): the main thread runs a signal's handler only when it next runs
+    Python code, and unwinding it sits in C calls (a Ray wait, Prefect's report of the
+    run) for up to a second, where two Ctrl-Cs in a row would count as one, and a stuck
+    one would hold the second back for good.
+
     Prefect's engine (its SIGTERM bridge, for the flow run) and `ray.init` (SystemExit)
     replace the SIGTERM handler: `reclaim` puts this one back after them. Once a signal
-    came, the forcing handler stays for the rest of the process: cleanup and exit are
-    cut short by a second Ctrl-C too. Does nothing outside the main thread (only it can
-    receive signals)."""
+    came, the forcing stays for the rest of the process: cleanup and exit are cut short
+    by a second Ctrl-C too. Does nothing outside the main thread (only it can set
+    handlers)."""
     global _handler
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    counted: list[int] = []  # by the watcher thread, from the wakeup fd
+    forcing = threading.Lock()
+
+    def force(first: int) -> None:
+        if not forcing.acquire(blocking=False):  # the other thread is ending the process
+            threading.Event().wait()
+        if forced_message:
+            os.write(2, f"\n{forced_message}\n".encode())
+        os._exit(128 + first)
 
     def handler(signum: int, _frame: Any) -> None:
         _received.append(signum)
-        if len(_received) == 1:
-            if on_first is not None:
-                on_first()
-            raise Cancelled(signum)
-        if forced_message:
-            os.write(2, f"\n{forced_message}\n".encode())
-        os._exit(128 + _received[0])
+        if len(_received) > 1 or len(counted) > 1:
+            force(_received[0])
+        if on_first is not None:
+            on_first()
+        raise Cancelled(signum)
 
+    def watch(rfd: int) -> None:
+        while chunk := os.read(rfd, 64):
+            counted.extend(b for b in chunk if b in SIGNALS)
+            if len(counted) > 1:
+                force(counted[0])
+        os.close(rfd)
+
+    rfd, wfd = os.pipe()
+    os.set_blocking(wfd, False)
     before = {s: signal.signal(s, handler) for s in SIGNALS}
+    wakeup_before = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+    threading.Thread(target=watch, args=(rfd,), name="crucible-signals", daemon=True).start()
     _handler = handler
     try:
         yield
     finally:
         _handler = None
-        if not _received:
+        if not _received and not counted:
+            signal.set_wakeup_fd(wakeup_before)
+            os.close(wfd)  # the watcher reads EOF and ends
             for s, h in before.items():
                 signal.signal(s, h)
 

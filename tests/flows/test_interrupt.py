@@ -186,6 +186,20 @@ except KeyboardInterrupt:
     time.sleep(60)  # a cleanup that hangs
 """
 
+_STUCK = """
+import signal, time
+from flows import interrupt
+try:
+    with interrupt.cancel_on_signals("forced"):
+        # the main thread stuck where no signal interrupts it (as in a C call that does
+        # not return to Python for a while): its handler waits, the signals still arrive
+        signal.pthread_sigmask(signal.SIG_BLOCK, interrupt.SIGNALS)
+        print("ready", flush=True)
+        time.sleep(60)
+except KeyboardInterrupt:
+    time.sleep(60)  # and its cleanup too
+"""
+
 
 @pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM])
 def test_a_second_signal_ends_the_command_at_once(first):
@@ -198,7 +212,24 @@ def test_a_second_signal_ends_the_command_at_once(first):
         proc.send_signal(first)
         assert proc.stdout.readline() == "cancelling\n"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 128 + first
+        assert proc.wait(30) == 128 + first, proc.stderr.read()
+        assert proc.stderr.read().strip() == "forced"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_second_signal_ends_it_while_the_main_thread_is_stuck():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STUCK], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # two Ctrl-Cs, not one: a signal still pending absorbs the next
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 128 + signal.SIGINT, proc.stderr.read()  # not after 60 s
         assert proc.stderr.read().strip() == "forced"
     finally:
         proc.kill()
