@@ -241,6 +241,8 @@ def _quiet_env(verbose: bool) -> None:
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_DEDUP_LOGS": "0",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # Prefect's client telemetry and its 3-line notice on a fresh PREFECT_HOME's first run
+        "DO_NOT_TRACK": "1",
         "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO" if verbose else "WARNING",
         # the ephemeral API server's 20 s default is too short on a busy 2-core machine
         # (seen: "Timed out while attempting to connect to ephemeral Prefect API server")
