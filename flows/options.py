@@ -175,7 +175,7 @@ MixOpt = Annotated[
     str | None,
     typer.Option(
         help="Export mix: target shares of the exported rows per dimension, as JSON or a "
-        '.json file: {"domain": {"rtl": 0.6, "embedded": 0.4}, "level": {"3": 0.5, "*": 0.5}, '
+        '.json file: {"domain": {"<domain>": 0.6, "<other>": 0.4}, "level": {"3": 0.5, "*": 0.5}, '
         '"origin": {...}}. Normalised to sum to 1; a dimension that names shares gives '
         'the values it does not name none, unless "*" gives them a share together. A '
         "share short of rows is not filled with others; the export says asked vs got.",
@@ -412,7 +412,7 @@ def parse_mix(text: str) -> dict:
     ):
         raise typer.BadParameter(
             'expected target shares {"domain": {...}, "level": {...}, "origin": {...}}, '
-            'e.g. {"domain": {"rtl": 0.6, "embedded": 0.4}}; "*" names the rest',
+            'e.g. {"domain": {"<domain>": 0.6, "*": 0.4}}; "*" names the rest',
             param_hint="--mix",
         )
     check_mix_domains(mix)

@@ -33,10 +33,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lake": ("deltalake", "duckdb", "pyarrow"),
     "ray": ("ray",),
     "pipeline": ("prefect", "dask", "pandas"),
-    "gpu": ("torch", "triton"),
-    "cad": ("cadquery",),
-    "containers": ("docker",),
-}
+}  # a domain's own extra is its verifier's to name (an infra verdict, never a CLI error)
 _MODULE_EXTRA = {m: extra for extra, mods in EXTRAS.items() for m in mods}
 
 

@@ -19,9 +19,14 @@ if TYPE_CHECKING:
     pass
 
 
+def _summary(what: str, benchmark: str) -> str:
+    """A one-line help: what is imported, as tasks of the domains its importer writes."""
+    return f"Import {what} as {'/'.join(domain_registry.importer(benchmark)[1])} tasks."
+
+
 @app.command(
     "import-verilogeval",
-    short_help="Import VerilogEval problems as RTL tasks.",
+    short_help=_summary("VerilogEval problems", "verilogeval"),
     rich_help_panel="Import",
 )
 def import_verilogeval(
@@ -91,7 +96,7 @@ def _report_import(imported: list[Path], errors: list[str], summary: str) -> Non
 
 @app.command(
     "import-kernelbench",
-    short_help="Import KernelBench problems as CUDA/Triton tasks.",
+    short_help=_summary("KernelBench problems", "kernelbench"),
     rich_help_panel="Import",
 )
 def import_kernelbench(
@@ -148,7 +153,7 @@ def import_kernelbench(
 
 @app.command(
     "import-supercoder",
-    short_help="Import SuperCoder programs as x86asm tasks.",
+    short_help=_summary("SuperCoder programs", "supercoder"),
     rich_help_panel="Import",
 )
 def import_supercoder(

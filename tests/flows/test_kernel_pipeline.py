@@ -94,6 +94,6 @@ def test_fallback_actors_take_cores_and_start_one_runner_each(harness):
             ),
             None,
         )
-        assert pool.get_next(timeout=60) == (1, "triton")
+        assert pool.next_done(timeout=60) == (None, (1, "triton"))
     finally:
         pool.stop()  # its actor holds a core of the session's cluster
