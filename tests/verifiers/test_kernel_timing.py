@@ -246,6 +246,11 @@ def test_the_slot_is_granted_only_once_the_gpu_is_exclusive_and_given_back_after
     other_may_go.set()
     runner_sock.settimeout(5)
     assert json.loads(runner_sock.recv(devshare.MAX_MESSAGE)) == {"go": True}
+    # the host thread notes what it holds just after it answers: wait for that note (the
+    # full suite once read `seen` between the two)
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert share.slot.granted and seen == ["exclusive"]
     # a shared user now waits until the timed run's outputs are in
     got_in = threading.Event()
