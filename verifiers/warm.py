@@ -195,6 +195,29 @@ def sweep_stale(scratch_dir: str | os.PathLike[str] | None = None) -> list[Path]
     and in /dev/shm they hold the node's memory. Only dirs of our uid, never a link, and
     never those of a live pid. Returns what it removed. (A process of another pid
     namespace looks dead here: such processes must not share a scratch dir.)"""
+    return _sweep(scratch_dir, _pid_gone)
+
+
+def sweep_own(scratch_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove this process's own worker dirs in `scratch_dir`: at exit, after every worker
+    was closed, whatever a thread still running made meanwhile (a pool started after a
+    stop, a restart under way) goes with the process instead of waiting for a sweep."""
+    me = os.getpid()
+    return _sweep(scratch_dir, lambda pid: pid == me)
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
+
+
+def _sweep(scratch_dir: str | os.PathLike[str] | None, remove: Callable[[int], bool]) -> list[Path]:
+    """Remove the worker dirs in `scratch_dir` whose pid `remove` says: ours, never a link."""
     root = Path(scratch_dir) if scratch_dir else Path(tempfile.gettempdir())
     removed: list[Path] = []
     try:
@@ -208,13 +231,8 @@ def sweep_stale(scratch_dir: str | os.PathLike[str] | None = None) -> list[Path]
         tag = parts[1]
         if tag[:1] != "p" or not tag[1:].isdigit() or int(tag[1:]) <= 0:
             continue
-        try:
-            os.kill(int(tag[1:]), 0)
-            continue  # alive
-        except PermissionError:
-            continue  # alive, another user's
-        except ProcessLookupError:
-            pass
+        if not remove(int(tag[1:])):
+            continue
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
@@ -236,6 +254,11 @@ def _close_live_workers() -> None:
     for w in list(_LIVE):
         with contextlib.suppress(Exception):
             w.close()
+    with _SWEPT_LOCK:
+        scratches = list(_SWEPT)
+    for scratch in scratches:  # every scratch dir this process made worker dirs in
+        with contextlib.suppress(Exception):
+            sweep_own(scratch)
 
 
 class Worker:
@@ -253,30 +276,35 @@ class Worker:
         # the pid in the name: the dirs of a process that died unclosed can be swept
         prefix = f"crucible-{self.prefix}{index}-p{os.getpid()}-"
         self.home = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
-        _LIVE.add(self)
         self.proc: subprocess.Popen | None = None
-        self.results = None
-        self.jobs_done = 0
-        self.starts = 0
-        # the server's stdout / stderr: read ends of the pipes the host drains, by fd
-        self._streams: dict[int, str] = {}
-        self._printed = {"stdout": 0, "stderr": 0}  # bytes each stream carried this job
-        self._tail = bytearray()  # the last LOG_CAP bytes printed, both streams
-        # a uid of its own per worker: a fork bomb in one worker cannot use up another's
-        # process limit, nor can one worker's candidate signal another's processes
-        slot = 1 + index % (UID_SLOTS - 1)
-        self._sandbox = Sandbox(limits, slot=slot)  # probes bubblewrap unless unconfined
-        self._uid = self._sandbox.uid
-        self.work = self.home / "w0"
-        self._outs = 0
-        self._tree: tuple[int, ...] = ()  # the idle worker's processes (bwrap, pid 1, server)
-        self._cap: int | None = None  # the running job's output cap per stream
-        # more fds a job's wait serves (fd -> handler; a handler returns the seconds it
-        # took, which the job's deadline does not count: the host's time, not the job's)
-        self._side: dict[int, Callable[[], float]] = {}
-        self._side_s = 0.0  # what they took in the running job
-        self._cancelled = False  # `cancel`: no start may finish any more
-        self.start()
+        self._closed = False  # `close`: no start may make its dirs again
+        _LIVE.add(self)
+        try:  # a worker that never started leaves no dir behind
+            self.results = None
+            self.jobs_done = 0
+            self.starts = 0
+            # the server's stdout / stderr: read ends of the pipes the host drains, by fd
+            self._streams: dict[int, str] = {}
+            self._printed = {"stdout": 0, "stderr": 0}  # bytes each stream carried this job
+            self._tail = bytearray()  # the last LOG_CAP bytes printed, both streams
+            # a uid of its own per worker: a fork bomb in one worker cannot use up another's
+            # process limit, nor can one worker's candidate signal another's processes
+            slot = 1 + index % (UID_SLOTS - 1)
+            self._sandbox = Sandbox(limits, slot=slot)  # probes bubblewrap unless unconfined
+            self._uid = self._sandbox.uid
+            self.work = self.home / "w0"
+            self._outs = 0
+            self._tree: tuple[int, ...] = ()  # the idle worker's processes (bwrap, pid 1, server)
+            self._cap: int | None = None  # the running job's output cap per stream
+            # more fds a job's wait serves (fd -> handler; a handler returns the seconds it
+            # took, which the job's deadline does not count: the host's time, not the job's)
+            self._side: dict[int, Callable[[], float]] = {}
+            self._side_s = 0.0  # what they took in the running job
+            self._cancelled = False  # `cancel`: no start may finish any more
+            self.start()
+        except BaseException:
+            self.close()
+            raise
 
     # --- what a domain supplies ---------------------------------------------------------
     def command(self, fd: int) -> WorkerCommand:
@@ -388,6 +416,8 @@ class Worker:
     def _fresh_work(self) -> None:
         """A new private dir for every start: nothing a candidate left in the last one
         (planted modules, links, files for the next candidate to find) carries over."""
+        if self._closed:  # a restart racing `close`: its home must not come back
+            raise WorkerStartError("the worker was closed as it restarted")
         old = self.work
         shutil.rmtree(old, ignore_errors=True)  # fd-based: never follows a planted link
         self.starts += 1
@@ -410,6 +440,7 @@ class Worker:
                 os.killpg(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
+        self._closed = True
         _LIVE.discard(self)
         self.stop()
         shutil.rmtree(self.home, ignore_errors=True)

@@ -41,7 +41,7 @@ from verifiers.sandbox import (
     tree_snapshot,
 )
 from verifiers.taxonomy import INFRA, category_of
-from verifiers.warm import JobTimeout, Worker, WorkerCommand
+from verifiers.warm import JobTimeout, Worker, WorkerCommand, WorkerStartError
 
 ROOT = Path(__file__).resolve().parents[2]
 SPIN = "while :; do :; done"
@@ -315,6 +315,52 @@ def test_a_process_that_exits_without_closing_its_workers_leaves_no_dirs(tmp_pat
     assert not list(tmp_path.glob("crucible-machine-rule*"))
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid), 0)
+
+
+def test_a_closed_worker_never_makes_its_dirs_again(tmp_path):
+    """A restart racing `close` (a pool's restart thread as the run stops) fails instead
+    of making the closed worker's home again; a worker whose start fails leaves no dir."""
+    w = TinyWorker(Limits(), index=4, scratch=str(tmp_path))
+    home = w.home
+    w.close()
+    assert not home.exists()
+    with pytest.raises(WorkerStartError):
+        w.restart()
+    assert not home.exists() and not list(tmp_path.iterdir())
+
+    class NoStart(TinyWorker):
+        def command(self, fd: int) -> WorkerCommand:
+            return WorkerCommand([sys.executable, "-I", "-S", "-c", "pass"], self.python_env(),
+                                 ro=self.python_paths())  # fmt: skip
+
+    with pytest.raises(WorkerStartError):
+        NoStart(Limits(), index=5, scratch=str(tmp_path))
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_dirs_a_thread_makes_after_the_last_close_go_at_exit(tmp_path):
+    """A worker made once its pool was closed, and never referenced or closed (a verify
+    thread still running as the process ends): its dir goes at exit with the process's
+    own sweep, and another process's live dir stays."""
+    other = tmp_path / f"crucible-machine-rule9-p{os.getppid()}-keep"
+    other.mkdir()
+    script = (
+        "import os, shutil\n"
+        "from tests.verifiers.test_machine_rule import TinyWorker\n"
+        "from verifiers import warm\n"
+        "from verifiers.contract import Limits\n"
+        f"w = TinyWorker(Limits(), index=3, scratch={str(tmp_path)!r})\n"
+        "home = w.home\n"
+        "w.stop()\n"
+        "warm._LIVE.discard(w)\n"  # as if no close would ever reach it
+        "print(home)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert not os.path.exists(out.stdout.strip())
+    assert [p.name for p in tmp_path.iterdir()] == [other.name]
 
 
 def test_warm_job_that_sleeps_is_the_candidates_timeout(worker):

@@ -175,9 +175,11 @@ class CadVerifier(Verifier):
             return pool
 
     def close(self) -> None:
-        for pool in self._pools.values():
+        with self._pool_lock:  # a verify thread may be making a pool meanwhile
+            pools = list(self._pools.values())
+            self._pools.clear()
+        for pool in pools:
             pool.close()
-        self._pools.clear()
 
     def verify_many(
         self, items: Sequence[tuple[Task, Any]], limits: Limits | None = None

@@ -265,9 +265,11 @@ class KernelVerifier(Verifier):
             return pool
 
     def close(self) -> None:
-        for pool in self._pools.values():
+        with self._pool_lock:  # a verify thread may be making a pool meanwhile
+            pools = list(self._pools.values())
+            self._pools.clear()
+        for pool in pools:
             pool.close()
-        self._pools.clear()
 
     @functools.cached_property
     def _device_limits(self) -> DeviceLimits:
