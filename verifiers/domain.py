@@ -169,6 +169,7 @@ BUILTIN = (
     "verifiers.rtl.domain:DOMAIN",
     "verifiers.kernels.domain:TRITON",
     "verifiers.x86asm.domain:DOMAIN",
+    "verifiers.ascendc.domain:DOMAIN",
 )
 
 _lock = threading.RLock()

@@ -49,7 +49,31 @@ CODES: dict[str, tuple[str, str]] = {
         API,
         "a CadQuery / OCC operation refused this geometry (fillet, shell, boolean, loft)",
     ),
+    # AscendC (AscendKernelGen's failure classes, from bisheng's diagnostics or pyasc's)
+    "api_signature": (
+        API,
+        "an AscendC call that matches no signature or overload of the API (or no API at all)",
+    ),
+    "type_cast": (SYNTAX, "AscendC operand types or casts the compiler rejects"),
+    "scope_lifetime": (SYNTAX, "a name used outside its scope or lifetime (undeclared, redefined)"),
+    "memory_object": (
+        API,
+        "a GlobalTensor / LocalTensor / TQue / TBuf / TPipe object used as its API does not allow",
+    ),
+    "lowering_failed": (SYNTAX, "pyasc's code generator or MLIR passes rejected the DSL kernel"),
+    "tiling_mismatch": (
+        API,
+        "the tiling fields the host writes and the ones the kernel reads differ by name or type",
+    ),
     # functional: runs, but computes the wrong thing
+    "sync_unpaired": (
+        FUNCTIONAL,
+        "an AscendC SetFlag with no WaitFlag on the same event (a pipeline race), or the reverse",
+    ),
+    "queue_unbalanced": (
+        FUNCTIONAL,
+        "AscendC EnQue / DeQue or AllocTensor / FreeTensor unbalanced",
+    ),
     "sim_mismatch": (FUNCTIONAL, "outputs differ from the reference model in simulation"),
     "equivalence_counterexample": (FUNCTIONAL, "formal check found inputs where it differs"),
     "no_testbench_report": (FUNCTIONAL, "the simulation ended without the testbench's report"),
@@ -184,6 +208,10 @@ CODES: dict[str, tuple[str, str]] = {
     "tool_crash": (INFRA, "a tool crashed on input it should handle"),
     "harness_error": (INFRA, "the task's own harness is broken"),
     "no_gpu": (INFRA, "a gate needs a GPU and this node has none"),
+    "no_cann": (
+        INFRA,
+        "a gate needs CANN (bisheng, an Ascend NPU or its simulator) and this node has none",
+    ),
     "machine_slow": (
         INFRA,
         "stopped by the wall clock with its CPU time under budget: the machine was slow",
