@@ -112,6 +112,55 @@ def _where(exc, path, ns):
     return None, None
 
 
+def _prototype(obj):
+    """The AscendC prototype pyasc's docstring gives for a DSL function (its
+    `.. code-block:: c++` after the prototype heading), or ''."""
+    doc = getattr(obj, "__doc__", None) or ""
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith(".. code-block:: c++"):
+            body = []
+            for nxt in lines[i + 1 :]:
+                if nxt.strip() and not nxt.startswith((" " * 8, "\t")):
+                    break
+                if nxt.strip().startswith(".."):
+                    break
+                body.append(nxt.strip())
+            text = " ".join(x for x in body if x)
+            if text:
+                return text[:600]
+    return ""
+
+
+def _hints(line_text):
+    """For each `asc.<name>` on the failing line: its DSL signature and AscendC prototype,
+    or, for a name the DSL does not have, the closest names it does have with theirs."""
+    import difflib
+    import inspect
+    import re
+
+    import asc
+
+    public = [n for n in dir(asc) if not n.startswith("_")]
+    out = []
+    for name in dict.fromkeys(re.findall(r"\basc\.([A-Za-z_]\w*)", line_text or "")):
+        names = [name] if hasattr(asc, name) else difflib.get_close_matches(name, public, 3)
+        if not hasattr(asc, name):
+            out.append(
+                f"asc.{name} does not exist in pyasc"
+                + (f"; closest: {', '.join('asc.' + n for n in names)}" if names else "")
+            )
+        for n in names:
+            obj = getattr(asc, n)
+            try:
+                sig = str(inspect.signature(obj))
+            except (TypeError, ValueError):
+                sig = "(...)"
+            proto = _prototype(obj)
+            out.append(f"asc.{n}{sig}" + (f"  // AscendC: {proto}" if proto else ""))
+    return out[:6]
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         job = json.load(f)
@@ -120,6 +169,7 @@ def main():
     result = {}
     key = None
     ns = {}
+    source = ""
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
@@ -144,6 +194,10 @@ def main():
         except Exception:
             line = col = None
         msg = getattr(e, "error_message", None) or str(e)
+        try:
+            hints = _hints(source.splitlines()[line - 1] if line else "")
+        except Exception:  # hints are a courtesy
+            hints = []
         result = {
             "error": {
                 "type": type(e).__name__,
@@ -151,6 +205,7 @@ def main():
                 "line": line,
                 "col": col,
                 "key": key,
+                "hints": hints,
             }
         }
     with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as f:

@@ -175,9 +175,12 @@ class AscendcVerifier(Verifier):
         where = f"line {line}: " if line else ""
         first = msg.strip().splitlines()[-1] if msg.strip() else etype
         detail = f"{where}pyasc: {etype}: {first}"[:300]
-        raise GateFail(
-            dsl.LOWER_STATUS, code, detail, feedback=_excerpt(ctx.code, line, f"{etype}: {msg}")
-        )
+        feedback = _excerpt(ctx.code, line, f"{etype}: {msg}")
+        hints = err.get("hints") if isinstance(err.get("hints"), list) else []
+        shown = [h[:700] for h in hints[:6] if isinstance(h, str)]
+        if shown:  # the DSL's signature and the AscendC prototype of what the line calls
+            feedback = trim(feedback + "\nthe API:\n" + "\n".join(shown), 3000)
+        raise GateFail(dsl.LOWER_STATUS, code, detail, feedback=feedback)
 
     # --- static -------------------------------------------------------------------------
     def gate_static(self, ctx: Context) -> str:
