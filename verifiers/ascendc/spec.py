@@ -342,6 +342,11 @@ def evaluate(expr: str, env: dict[str, Any]) -> int:
             and not isinstance(n.value, bool)
         ):
             return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            v = ev(n.operand)
+            if not isinstance(v, int):
+                raise ValueError("arithmetic on ints only")
+            return -v
         if isinstance(n, ast.Name) and n.id in env:
             return env[n.id]
         if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
