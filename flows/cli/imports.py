@@ -1,5 +1,5 @@
 """Benchmarks imported as catalog tasks: VerilogEval (RTL), KernelBench (CUDA, Triton),
-SuperCoder (x86asm)."""
+SuperCoder (x86asm), NPUKernelBench (AscendC)."""
 
 from __future__ import annotations
 
@@ -191,3 +191,63 @@ def import_supercoder(
     if not src.exists():
         raise typer.BadParameter(f"{src} does not exist", param_hint="SRC")
     _import_one_domain("supercoder", src, dest, split, source=source, check=check, limit=limit)
+
+
+@app.command(
+    "import-npukernelbench",
+    short_help=_summary("NPUKernelBench operators", "npukernelbench"),
+    rich_help_panel="Import",
+)
+def import_npukernelbench(
+    src: Annotated[
+        Path,
+        typer.Argument(
+            help="An NPUKernelBench checkout (or its tasks/): level<N>/<Category>/<Op>/ with "
+            "question/, answer/0/, validation/ and api_desc.md"
+        ),
+    ],
+    dest: Annotated[
+        Path,
+        typer.Option(help="Catalog root to write into; tasks land in DEST/<domain>/<name>/"),
+    ] = Path("imported"),
+    split: Annotated[str, typer.Option(help="train or holdout")] = "holdout",
+    source: Annotated[str, typer.Option(help="Benchmark name recorded on each task")] = (
+        "npukernelbench"
+    ),
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Import at most this many operators")
+    ] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--path",
+            help="Which tasks to write per operator, repeatable: device_only (the candidate "
+            "writes the kernel; the expert's host side is the fixed host driver) or "
+            "host_device (host side, tiling header and kernel); default both",
+        ),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check/--no-check",
+            help="Load each task as the catalog does and check that the expert's files make "
+            "a candidate with the kernel's entry, skipping (with the reason) those that "
+            "don't; --no-check writes them all",
+        ),
+    ] = True,
+) -> None:
+    """Import NPUKernelBench operators (AscendC C++: skeletons, the expert answer, the
+    PyTorch reference and the cases) as tasks of the NPU kernel domain, one per operator
+    and path. Compile, precision and speedup need CANN: off an NPU node they end as
+    infra_error (no_cann), and the goldens are computed where CANN runs."""
+    if not src.is_dir():
+        raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
+    wanted = tuple(dict.fromkeys(paths or ("device_only", "host_device")))
+    bad = [p for p in wanted if p not in ("device_only", "host_device")]
+    if bad:
+        raise typer.BadParameter(
+            f"device_only or host_device, not {', '.join(map(repr, bad))}", param_hint="--path"
+        )
+    _import_one_domain(
+        "npukernelbench", src, dest, split, source=source, check=check, limit=limit, paths=wanted
+    )

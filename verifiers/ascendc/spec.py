@@ -14,7 +14,14 @@ writes the host side and its tiling) and the candidate's form:
   from the case's shape), and the DSL is lowered to AscendC C++ here;
 - `cpp`: AscendC C++ in NPUKernelBench's layout; `files` lists what the candidate writes
   (the kernel alone on the Device-Only path, host + tiling + kernel on Host+Device), and
-  `expert` the expert implementation the speedup is measured against.
+  `expert` the expert implementation the speedup is measured against; `host_driver` the
+  files the harness builds beside the candidate's (on Device-Only the expert's host side
+  and tiling header, the fixed host driver; on either path the expert's own headers its
+  kernel includes). A task imported from NPUKernelBench also keeps the benchmark's own
+  `test_cases` CSV (the rows its `prepare_inputs.get_inputs(param)` reads, every column),
+  the original `module` (with `ModelNew`, which calls the built op through `pybind`) and,
+  where `prepare_inputs` defines `custom_check_precision`, judges with that
+  (`custom_check`), as the benchmark does.
 
 Goldens (the reference's outputs on each case's inputs, computed here from `model` with
 the case's seed) are kept beside the task as `golden/case<ID>.npz`; their sha256 is part of
@@ -35,7 +42,18 @@ from verifiers.specfields import Field, TaskSpecError, check_fields, read_task_f
 
 FORMS = ("pyasc", "cpp")
 PATHS = ("device_only", "host_device")
-DTYPES = ("float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32", "int64", "bool")
+DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+    "complex64",
+)
 ARG_KINDS = ("in", "out", "scalar", "constexpr")
 FAMILIES = (
     "elementwise",
@@ -51,6 +69,12 @@ FAMILIES = (
     "loss",
     "fused",
     "attention",
+    "foreach",  # one op over a list of tensors (NPUKernelBench's Foreach)
+    "creation",
+    "movement",
+    "optimizer",
+    "sort",
+    "linalg",
     "other",
 )
 ATOL = RTOL = 1e-3  # NPUKernelBench's rule (framework/utils.py): fail iff both are over
@@ -105,6 +129,27 @@ HARNESS_FIELDS = (
         lambda v: all(isinstance(x, str) for x in v),
     ),
     Field(
+        "host_driver",
+        list,
+        "cpp: files the harness builds beside the candidate's (Device-Only: the expert's "
+        "op_host side and tiling; the expert's kernel headers), paths relative to the task dir",
+        False,
+        lambda v: all(isinstance(x, str) and _FILE.match(x) for x in v),
+    ),
+    Field(
+        "test_cases",
+        str,
+        "the benchmark's own test_cases.csv (every column: what get_inputs(param) reads)",
+        required=False,
+    ),
+    Field(
+        "module",
+        str,
+        "the benchmark's module.py as it is (Model and ModelNew, which calls the built op)",
+        required=False,
+    ),
+    Field("pybind", str, "the benchmark's pybind.cpp binding the op for ModelNew", False),
+    Field(
         "prepare_inputs",
         str,
         "a prepare_inputs.py (get_inputs(param)) making the inputs",
@@ -157,6 +202,12 @@ def load_ascendc_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | No
         harness["prepare_inputs"] = read_task_file(
             toml_path, "harness.prepare_inputs", harness_in["prepare_inputs"]
         )
+    for key in ("test_cases", "module", "pybind"):
+        if key in harness_in:
+            harness[key] = read_task_file(toml_path, f"harness.{key}", harness_in[key])
+    if "prepare_inputs" in harness:
+        # NPUKernelBench judges such a task with it instead of the abs-and-rel rule
+        harness["custom_check"] = "custom_check_precision" in _defs(harness["prepare_inputs"])
     harness["goldens"] = _goldens(toml_path, harness_in.get("goldens", "golden"), cases)
     reference = None
     if form == "pyasc":
@@ -184,6 +235,15 @@ def load_ascendc_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | No
             rel: read_task_file(toml_path, "harness.expert", rel)
             for rel in harness_in.get("expert", [])
         }
+        harness["host_driver"] = {
+            rel: read_task_file(toml_path, "harness.host_driver", rel)
+            for rel in harness_in.get("host_driver", [])
+        }
+        clash = sorted(set(harness["host_driver"]) & set(files))
+        if clash:
+            raise TaskSpecError(
+                toml_path, "harness.host_driver", "no file the candidate writes", clash
+            )
         harness["question"] = {
             rel: read_task_file(toml_path, "harness.question", rel)
             for rel in harness_in.get("question", [])
@@ -203,6 +263,17 @@ def _check_model(toml_path: Path, text: str) -> None:
         ) from None
     if not any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body):
         raise TaskSpecError(toml_path, "harness.model", "a file defining class Model")
+
+
+def _defs(text: str | None) -> set[str]:
+    """The top-level function names a Python file defines (none if it does not parse)."""
+    if not text:
+        return set()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
 def parse_cases(toml_path: Path, text: str) -> list[dict[str, Any]]:
