@@ -51,7 +51,7 @@ DRIVER = (Path(__file__).with_name("lower_driver.py")).read_text(encoding="utf-8
 MAX_VARIANTS = 8  # lowerings per candidate (dtype x constant sets of the cases)
 MAX_CPP = 1 << 20  # bytes of one lowered file the host reads
 MAX_RESULT = 64 * 1024
-_ENTRY = r'extern\s+"C"\s+__global__\s+__aicore__\s+void\s+{name}\s*\('
+_ENTRY = r'extern\s*"C"\s+__global__\s+__aicore__\s+void\s+{name}\s*\('
 
 
 class AscendcVerifier(Verifier):
