@@ -168,6 +168,21 @@ def make_goldens(task_dir: Path | str, check: bool = False) -> list[Path]:
     return changed
 
 
+def golden_mismatches(task: Task, task_dir: Path | str) -> list[str]:
+    """The case ids whose golden file on disk is missing or is not the one the task was
+    loaded with (its sha256 in the harness): a golden changed after the task was made."""
+    import hashlib
+
+    out_dir = golden_dir(Path(task_dir))
+    bad = []
+    for cid, sha in sorted(task.harness["goldens"].items()):
+        path = out_dir / f"case{cid}.npz"
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            bad.append(cid)
+    missing = {str(c["case_id"]) for c in task.harness["cases"]} - set(task.harness["goldens"])
+    return sorted(set(bad) | missing, key=int)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m verifiers.ascendc.goldens",
