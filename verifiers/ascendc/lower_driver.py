@@ -70,7 +70,8 @@ def _mock(arg, dtype):
 
     if arg["kind"] in ("in", "out"):
         return MockTensor(DataType(dtype if arg["dtype"] == "case" else arg["dtype"]))
-    return MockValue(DataType(arg.get("dtype", "int32")))
+    scalar = arg.get("dtype", "int32")  # "case": a float scalar of the case's dtype
+    return MockValue(DataType(dtype if scalar == "case" else scalar))
 
 
 def _lower(fn, variant):

@@ -23,6 +23,19 @@ writes the host side and its tiling) and the candidate's form:
   where `prepare_inputs` defines `custom_check_precision`, judges with that
   (`custom_check`), as the benchmark does.
 
+Each `args` entry is `{name, kind, dtype?, value?, shape?}`. Tensors (`in` / `out`) take
+the case's dtype unless `dtype` names one, and the case's shape unless `shape` lists one
+expression per dimension (e.g. a matmul's case shape `[M, K, N]` with `a` of shape
+`["shape[0]", "shape[1]"]`, a row reduction's `out` of shape `["rows"]`, a bias of
+`["last"]`). `scalar` and `constexpr` values are int expressions of EXPR_NAMES (`evaluate`);
+a `scalar` whose dtype is a float dtype, or `case` (the case's dtype, so a float16 case
+gets a half scalar), may instead hold a float literal (an alpha, an eps):
+`scalar_value` reads either. A `scalar` whose name is a parameter of the model's `__init__`
+is passed to it (`Model(alpha=0.5)`), so the reference and the kernel get the same value.
+The model's `forward` takes the `in` tensors in order and returns the `out` tensors in
+order (one tensor, or a tuple); a model.py may define `get_inputs(shape, dtype, generator)`
+for inputs other than torch.randn of each `in` arg's shape (verifiers/ascendc/goldens.py).
+
 Goldens (the reference's outputs on each case's inputs, computed here from `model` with
 the case's seed) are kept beside the task as `golden/case<ID>.npz`; their sha256 is part of
 the harness, so a CANN node refuses a golden that is not the one the task was made with.
@@ -81,6 +94,9 @@ ATOL = RTOL = 1e-3  # NPUKernelBench's rule (framework/utils.py): fail iff both 
 MAX_CASES = 64
 # a scalar argument's value: an arithmetic expression over these names
 EXPR_NAMES = ("numel", "block_dim", "last", "rows", "shape")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32")
+# checks an expression's form; `_check_cases` then evaluates it on every case
+_SAMPLE_ENV = {"numel": 64, "block_dim": 8, "last": 8, "rows": 8, "shape": [8] * 8}
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 _FILE = re.compile(r"^[A-Za-z0-9_./-]+\.(?:cpp|h|hpp|cc)$")
 
@@ -92,7 +108,12 @@ INTERFACE_FIELDS = (
         True,
         lambda v: bool(_IDENT.match(v)),
     ),
-    Field("args", list, "the kernel's parameters in order: [{name, kind, dtype?, value?}]", False),
+    Field(
+        "args",
+        list,
+        "the kernel's parameters in order: [{name, kind, dtype?, value?, shape?}]",
+        False,
+    ),
 )
 HARNESS_FIELDS = (
     Field("form", str, f"one of {', '.join(FORMS)}", True, lambda v: v in FORMS),
@@ -187,6 +208,7 @@ def load_ascendc_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | No
     _check_model(toml_path, model)
     cases = parse_cases(toml_path, read_task_file(toml_path, "harness.cases", harness_in["cases"]))
     args = _args(toml_path, iface_in.get("args"), form)
+    _check_cases(toml_path, args, cases, int(harness_in.get("block_dim", 8)))
     harness: dict[str, Any] = {
         "form": form,
         "path": path,
@@ -350,6 +372,15 @@ def _args(toml_path: Path, raw: Any, form: str) -> list[dict[str, Any]]:
             if dtype != "case" and dtype not in DTYPES:
                 raise TaskSpecError(toml_path, where + ".dtype", "case or a dtype", dtype)
             arg["dtype"] = dtype
+            if "shape" in a:
+                arg["shape"] = _arg_shape(toml_path, where + ".shape", a["shape"])
+        elif (
+            kind == "scalar"
+            and isinstance(a.get("value"), float)
+            and a.get("dtype") in (*FLOAT_DTYPES, "case")
+        ):
+            arg["value"] = repr(a["value"])
+            arg["dtype"] = a["dtype"]
         else:
             value = a.get("value")
             if not isinstance(value, (str, int)) or isinstance(value, bool):
@@ -360,9 +391,7 @@ def _args(toml_path: Path, raw: Any, form: str) -> list[dict[str, Any]]:
                     value,
                 )
             try:
-                evaluate(
-                    str(value), {"numel": 64, "block_dim": 8, "last": 8, "rows": 8, "shape": [8, 8]}
-                )
+                evaluate(str(value), _SAMPLE_ENV)
             except ValueError as e:
                 raise TaskSpecError(toml_path, where + ".value", str(e), value) from None
             arg["value"] = str(value)
@@ -371,6 +400,59 @@ def _args(toml_path: Path, raw: Any, form: str) -> list[dict[str, Any]]:
     if form == "pyasc" and not any(a["kind"] == "out" for a in out):
         raise TaskSpecError(toml_path, "interface.args", "at least one out tensor")
     return out
+
+
+def _check_cases(
+    toml_path: Path, args: list[dict[str, Any]], cases: list[dict[str, Any]], block_dim: int
+) -> None:
+    """Every argument's value and shape evaluates on every case (positive dimensions)."""
+    for c in cases:
+        env = case_env(c, block_dim)
+        for a in args:
+            where = f"interface.args ({a['name']}) on case {c['case_id']}"
+            try:
+                if a["kind"] in ("in", "out"):
+                    if any(d <= 0 for d in arg_shape(a, env)):
+                        raise ValueError(f"a dimension <= 0: {arg_shape(a, env)}")
+                else:
+                    scalar_value(a, env)
+            except ValueError as e:
+                raise TaskSpecError(
+                    toml_path, where, str(e), a.get("shape") or a.get("value")
+                ) from None
+
+
+def _arg_shape(toml_path: Path, where: str, raw: Any) -> list[str]:
+    if not isinstance(raw, list) or not raw:
+        raise TaskSpecError(toml_path, where, "a list of dimension expressions", raw)
+    out = []
+    for dim in raw:
+        if not isinstance(dim, (str, int)) or isinstance(dim, bool):
+            raise TaskSpecError(toml_path, where, f"an expression of {', '.join(EXPR_NAMES)}", dim)
+        try:
+            evaluate(str(dim), _SAMPLE_ENV)
+        except ValueError as e:
+            raise TaskSpecError(toml_path, where, str(e), dim) from None
+        out.append(str(dim))
+    return out
+
+
+def arg_shape(arg: dict[str, Any], env: dict[str, Any]) -> list[int]:
+    """A tensor argument's shape on a case (`case_env`): its `shape` or the case's."""
+    if "shape" not in arg:
+        return list(env["shape"])
+    return [evaluate(d, env) for d in arg["shape"]]
+
+
+def scalar_value(arg: dict[str, Any], env: dict[str, Any]) -> int | float:
+    """A scalar / constexpr argument's value on a case: a float literal for a float
+    scalar, else its int expression."""
+    if arg.get("dtype") in (*FLOAT_DTYPES, "case"):
+        try:
+            return float(arg["value"])
+        except ValueError:
+            pass
+    return evaluate(arg["value"], env)
 
 
 def _goldens(toml_path: Path, rel: Any, cases: list[dict]) -> dict[str, str]:
