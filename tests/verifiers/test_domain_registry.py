@@ -133,7 +133,16 @@ def test_entry_point_group_discovers_a_domain_of_another_package(tmp_path):
     )
     out = fresh_python(code, env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
     names, install = out.stdout.split()[:2], out.stdout.strip().splitlines()[1]
-    assert names[0].split(",") == ["ascendc", "cad", "cuda", "embedded", "rtl", "toyep", "triton", "x86asm"]
+    assert names[0].split(",") == [
+        "ascendc",
+        "cad",
+        "cuda",
+        "embedded",
+        "rtl",
+        "toyep",
+        "triton",
+        "x86asm",
+    ]
     assert install == "pip install toypkg"
     # the misnamed and the broken entry points are ignored with a warning, not a crash
     assert "misnamed" in out.stderr and "broken" in out.stderr
