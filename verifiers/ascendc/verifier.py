@@ -173,7 +173,7 @@ class AscendcVerifier(Verifier):
         line = err.get("line") if isinstance(err.get("line"), int) else None
         code = dsl.classify_lowering(etype, msg)
         where = f"line {line}: " if line else ""
-        first = msg.strip().splitlines()[-1] if msg.strip() else etype
+        first = dsl.headline(msg) or etype
         detail = f"{where}pyasc: {etype}: {first}"[:300]
         raise GateFail(
             dsl.LOWER_STATUS, code, detail, feedback=_excerpt(ctx.code, line, f"{etype}: {msg}")
