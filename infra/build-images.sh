@@ -13,7 +13,10 @@
 # its Dockerfile, the build context less .dockerignore, the base image's id; see
 # infra/images/inputs.py), and an image whose label is the tree's key is not built again
 # (no engine build at all); otherwise the layers are cached as usual.
-# Env: CRUCIBLE_ENGINE=podman|docker, CRUCIBLE_BASE_TAR=rootfs.tar (reuse a made base).
+# The `npu` image (ascendc) is built only when named, FROM a CANN image the user supplies
+# (CANN is Huawei's, not ours to ship): CANN_BASE_IMAGE=<image> infra/build-images.sh npu.
+# Env: CRUCIBLE_ENGINE=podman|docker, CRUCIBLE_BASE_TAR=rootfs.tar (reuse a made base),
+# CANN_BASE_IMAGE (npu only).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +25,11 @@ all=(eda cad emulator cpu head)
 images=("${@:-${all[@]}}")
 for i in "${images[@]}"; do
   if [ ! -f "infra/images/$i/Dockerfile" ]; then
-    echo "no image '$i': want one of ${all[*]} (infra/images/<image>/Dockerfile)" >&2
+    echo "no image '$i': want one of ${all[*]} npu (infra/images/<image>/Dockerfile)" >&2
+    exit 2
+  fi
+  if [ "$i" = npu ] && [ -z "${CANN_BASE_IMAGE:-}" ]; then
+    echo "the npu image needs a CANN base image: CANN_BASE_IMAGE=<image with CANN's toolkit, e.g. a cann image from Huawei's AscendHub, https://www.hiascend.com/developer/ascendhub> infra/build-images.sh npu" >&2
     exit 2
   fi
 done
@@ -83,15 +90,21 @@ label_of() {
 
 build_one() {
   local image=$1 tag="crucible-$1:$version" plain="crucible-$1:$version-unlabelled"
-  local start=$SECONDS inputs
+  local start=$SECONDS inputs from=$base args=()
+  if [ "$image" = npu ]; then
+    from=$CANN_BASE_IMAGE
+    args=(--build-arg "CANN_BASE_IMAGE=$CANN_BASE_IMAGE")
+    if [ -z "$(image_id "$from")" ]; then "${run[@]}" pull "$from" >/dev/null; fi
+  fi
   inputs=$(python3 infra/images/inputs.py "infra/images/$image/Dockerfile" \
-    --base-id "$(image_id "$base")" --root "$root")
+    --base-id "$(image_id "$from")" --root "$root")
   if [ -n "$(image_id "$tag")" ] && [ "$(label_of "$tag" org.crucible.inputs)" = "$inputs" ]; then
     say "$tag is up to date: its inputs are unchanged (${inputs:0:12})"
     return
   fi
   say "building $tag (infra/images/$image/Dockerfile, inputs ${inputs:0:12})"
-  "${run[@]}" build "${build_opts[@]}" --quiet -f "infra/images/$image/Dockerfile" -t "$plain" . >/dev/null
+  "${run[@]}" build "${build_opts[@]}" "${args[@]}" --quiet -f "infra/images/$image/Dockerfile" \
+    -t "$plain" . >/dev/null
   local id
   id=$(image_id "$plain")
   if [ -n "$(image_id "$tag")" ] && [ "$(label_of "$tag" org.crucible.built-from)" = "$id" ] \
@@ -123,5 +136,7 @@ PY
   for ((k = 1; k < ${#labels[@]}; k += 2)); do say "  ${labels[k]}"; done
 }
 
-make_base
+for i in "${images[@]}"; do
+  if [ "$i" != npu ]; then make_base; break; fi  # the npu image starts FROM CANN's
+done
 for i in "${images[@]}"; do build_one "$i"; done

@@ -90,8 +90,10 @@ class DomainFixtures:
 
     domain: ClassVar[str]
     task_dir: ClassVar[str]  # a catalog task, relative to the repository root
-    # gates that need hardware this node lacks (GPU domains without a GPU)
+    # gates that need hardware this node lacks (GPU domains without a GPU, CANN's gates
+    # without an NPU), and the infra_error code the first of them ends a verdict with
     gpu_only: ClassVar[tuple[str, ...]] = ()
+    hardware_code: ClassVar[str] = "no_gpu"
 
     def __init__(self) -> None:
         self._task: Task | None = None
@@ -425,11 +427,12 @@ class ConformanceCases:
 
     def test_without_the_hardware_every_gate_is_infra_never_pass(self, fx):
         """Asked for every gate on a node without the hardware: the CPU gates pass, the
-        first GPU-only gate ends the verdict as infra_error / no_gpu."""
+        first hardware-only gate ends the verdict as infra_error / the fixtures'
+        `hardware_code` (no_gpu, no_cann)."""
         if fx.gates_here() is None:
             pytest.skip(f"every {fx.domain} gate runs on this node")
         v = fx.verify(fx.reference(), Limits())
-        assert (v.status, v.code) == (Status.INFRA_ERROR, "no_gpu"), show(v)
+        assert (v.status, v.code) == (Status.INFRA_ERROR, fx.hardware_code), show(v)
         *before, last = v.checks
         assert all(c.ok for c in before), show(v)
         assert not last.ok and last.name in fx.gpu_only, show(v)

@@ -1,5 +1,5 @@
 """The conformance suite for the built-in domains: one fixtures class each (rtl, cuda,
-triton, cad, embedded, x86asm), and the rule that every registered domain has one.
+triton, cad, embedded, x86asm, ascendc), and the rule that every registered domain has one.
 
 The candidates are the adversarial suite's own where it has them (looked up by case id),
 so a hostile text is written once. GPU domains run their CPU path here (see
@@ -364,6 +364,57 @@ class X86AsmFixtures(DomainFixtures):
         # printed by its tool run: an assembler warning carrying the text
         line = INFRA_TEXT.replace('"', "'")
         return f'.warning "{line}"\n' + self.reference()
+
+
+@fixtures_for_domain
+class AscendcFixtures(DomainFixtures):
+    """pyasc's DSL on tasks/ascendc/add: the gates that run here are extract, lower and
+    static; compile, precision and speedup need CANN (`no_cann` off an NPU node). What a
+    candidate runs, it runs while pyasc lowers it (tests/adversarial/ascendc/cases.py)."""
+
+    domain = "ascendc"
+    task_dir = "tasks/ascendc/add"
+    gpu_only = ("compile", "precision", "speedup")
+    hardware_code = "no_cann"
+
+    @staticmethod
+    def _cases():
+        from tests.adversarial.ascendc import cases
+
+        return cases
+
+    def make_past_static_gate(self):
+        from tests.adversarial.ascendc.verifiers import DslCheckOffForTests
+
+        return DslCheckOffForTests()
+
+    def slow_machine_verifier(self):
+        # the lowering's wall limit is a setting (floored at 3 x Limits.timeout_s, at
+        # least 3 s): as tiny as the case's wall limit
+        return registry.get_verifier(
+            self.domain, settings={"lower_timeout_s": SLOW_LIMITS["timeout_s"]}
+        )
+
+    def wrong(self) -> str:
+        return self._cases().WRONG  # asc.vadd: does not lower
+
+    def hang(self) -> str:
+        return self._cases().HANG  # a static unroll of 10^8 trips, spun at lowering time
+
+    def sleeper(self) -> str:
+        return self._cases().SLEEPER  # `import time`: past the DSL check only
+
+    def flood(self) -> str:
+        return self._cases().FLOOD  # a helper the kernel calls prints at lowering time
+
+    def fork_bomb(self) -> str:
+        return self._cases().FORK_BOMB  # `import os`: refused by the DSL check
+
+    def forged_pass(self) -> str:
+        return self._cases().FORGED
+
+    def infra_text(self) -> str:
+        return self._cases().printing(INFRA_TEXT)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -188,13 +188,30 @@ _CLASSES = (
 )
 
 
+# pyasc's overload dispatcher: no overload takes these arguments. A Python float among them
+# (where every overload wants an int count) is a type error; else the call's shape is wrong
+_DISPATCH = re.compile(r"No viable candidates were found to dispatch")
+_PROVIDED = re.compile(r"Provided arguments:\s*\(([^)]*)\)")
+
+
 def classify_lowering(err_type: str, message: str) -> str:
     """The taxonomy code of one lowering failure (`lowering_failed` if none of the classes)."""
     text = f"{err_type}: {message}"
+    if _DISPATCH.search(text):
+        provided = _PROVIDED.search(text)
+        given = re.split(r"\s*,\s*", provided[1]) if provided else []
+        return "type_cast" if "float" in given else "api_signature"
     for code, pattern in _CLASSES:
         if pattern.search(text):
             return code
     return "lowering_failed"
+
+
+def headline(message: str) -> str:
+    """The line of a lowering failure that says what failed: the dispatcher's "no viable
+    candidates" line (its message goes on to list every overload), else the last line."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    return next((ln for ln in lines if _DISPATCH.search(ln)), lines[-1] if lines else "")
 
 
 LOWER_STATUS = Status.COMPILE_ERROR  # a kernel that does not lower does not build

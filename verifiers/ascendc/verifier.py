@@ -154,10 +154,21 @@ class AscendcVerifier(Verifier):
             try:
                 data = read_beneath(ctx.workdir, ctx.workdir / out / f"{v['key']}.cpp", MAX_CPP)
             except (OSError, OutputRefused) as e:
+                # the reason without the host's path (its nonce dir): the same every run
+                why = str(e).replace(str(ctx.workdir / out), "<out>")
                 raise GateFail(
-                    Status.COMPILE_ERROR, "lowering_failed", f"no lowered C++ for {v['key']}: {e}"
+                    Status.COMPILE_ERROR, "lowering_failed", f"no lowered C++ for {v['key']}: {why}"
                 ) from None
             text = data.decode("utf-8", "replace")
+            kernel = ctx.task.interface["kernel"]
+            if not re.search(_ENTRY.format(name=re.escape(kernel)), _strip_comments(text)):
+                # the lowering process runs the candidate's Python: what it left is its data
+                raise GateFail(
+                    Status.COMPILE_ERROR,
+                    "lowering_failed",
+                    f'the lowered C++ for {v["key"]} defines no extern "C" __global__ '
+                    f"__aicore__ void {kernel}(...)",
+                )
             lowered[f"lowered/{v['key']}.cpp"] = text
             ctx.artifacts.append(
                 Artifact("ascendc_cpp", f"{ctx.task.interface['kernel']}_{v['key']}.cpp", data)
@@ -173,7 +184,7 @@ class AscendcVerifier(Verifier):
         line = err.get("line") if isinstance(err.get("line"), int) else None
         code = dsl.classify_lowering(etype, msg)
         where = f"line {line}: " if line else ""
-        first = msg.strip().splitlines()[-1] if msg.strip() else etype
+        first = dsl.headline(msg) or etype
         detail = f"{where}pyasc: {etype}: {first}"[:300]
         feedback = _excerpt(ctx.code, line, f"{etype}: {msg}")
         hints = err.get("hints") if isinstance(err.get("hints"), list) else []
