@@ -317,13 +317,24 @@ def check_references(ctx: StageContext, tasks: list[Task]) -> list[ReferenceFail
     ctx.count(
         "references_verified", _verify_into_lake(ctx, by_domain, by_task, "references", judged)
     )
+    # one line per reason, not per task: a node without a domain's hardware (no GPU, no
+    # CANN) would otherwise print the same sentence for every task of the catalog
+    why: dict[tuple[str, str, str], list[str]] = {}
     for v in unchecked:
+        reason = (v.feedback or "").strip().split("\n")[0][:300]
+        why.setdefault((v.domain, v.code, reason), []).append(by_task[v.task_id].name)
+    for (domain, code, reason), names in why.items():
+        shown = ", ".join(sorted(names)[:8]) + (
+            f" and {len(names) - 8} more" if len(names) > 8 else ""
+        )
         log.warning(
-            "the reference of %s/%s could not be checked (%s: %s); checked again next run",
-            v.domain,
-            by_task[v.task_id].name,
-            v.code,
-            (v.feedback or "").strip().split("\n")[0][:200],
+            "the reference of %d %s task(s) could not be checked (%s: %s); checked again next "
+            "run: %s",
+            len(names),
+            domain,
+            code,
+            reason,
+            shown,
         )
     ctx.count("references_unchecked", len(unchecked))
     failing = db.rows(ctx.con, "refused_tasks", task_ids=list(by_task))

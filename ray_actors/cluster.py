@@ -56,6 +56,14 @@ def _runs_here(d: domains.Domain) -> bool:
     )
 
 
+def quiet_accelerator_probe(resources: dict[str, float]) -> None:
+    """Ray names the type of an `NPU` resource through CANN's Python API (`acl`) and logs a
+    traceback when that is not installed; a machine that declares NPU only for the gates
+    that run without CANN (its verifier ends the others `no_cann`) expects exactly that."""
+    if "NPU" in resources and importlib.util.find_spec("acl") is None:
+        logging.getLogger("ray._private.accelerators.npu").setLevel(logging.CRITICAL)
+
+
 def start(settings: ClusterSettings) -> dict[str, float]:
     """Connect to or start Ray; returns the cluster's resources."""
     route_ray_messages()
@@ -71,9 +79,11 @@ def start(settings: ClusterSettings) -> dict[str, float]:
         if settings.temp_dir is not None:
             settings.temp_dir.mkdir(parents=True, exist_ok=True)
             kwargs["_temp_dir"] = str(settings.temp_dir.resolve())
+        resources = local_resources(cpus)
+        quiet_accelerator_probe(resources)
         ray.init(
             num_cpus=cpus,
-            resources=local_resources(cpus),
+            resources=resources,
             include_dashboard=False,
             object_store_memory=settings.object_store_mb * 1024 * 1024,
             logging_level=logging.WARNING,
