@@ -264,8 +264,27 @@ _QOP = re.compile(
     r"(?:template\s+)?(AllocTensor|EnQue|DeQue|FreeTensor)\b"
 )
 _KEYWORDS = frozenset(
-    "if for while switch return sizeof catch else do case new delete static_cast "
-    "reinterpret_cast const_cast dynamic_cast decltype alignof noexcept".split()
+    (
+        "if",
+        "for",
+        "while",
+        "switch",
+        "return",
+        "sizeof",
+        "catch",
+        "else",
+        "do",
+        "case",
+        "new",
+        "delete",
+        "static_cast",
+        "reinterpret_cast",
+        "const_cast",
+        "dynamic_cast",
+        "decltype",
+        "alignof",
+        "noexcept",
+    )
 )
 _FUNC = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;(){}]*(?:<[^<>;(){}]*>[^<>;(){}]*)*>)?\s*\(")
@@ -307,7 +326,9 @@ def _functions(src: Source) -> list[_Func]:
             continue
         start = close + tail.end() - 1
         end = _close(text, start, "{", "}")
-        head = text[max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start()), 0) : m.start()]
+        head = text[
+            max(text.rfind(";", 0, m.start()), text.rfind("}", 0, m.start()), 0) : m.start()
+        ]
         out.append(_Func(name, src, start, end, "__global__" in head))
         i = end
 
@@ -500,7 +521,9 @@ def check_queues(unit: list[Source]) -> list[Finding]:
         for arm in (True, False) if has_else else (True,):
             flow = _Flow(funcs, (key, arm))
             line = src.line(key[1])
-            where = f" when the `if` at {src.name}:{line} takes its {'first' if arm else 'else'} arm"
+            where = (
+                f" when the `if` at {src.name}:{line} takes its {'first' if arm else 'else'} arm"
+            )
             _judge(flow, roots, where, found, flagged)
     return found
 
@@ -544,7 +567,9 @@ _FW_INCLUDE = re.compile(
     r"aclnnop|pybind11|Python)\b[^>\"]*)[>\"]",
     re.M,
 )
-_FW_CALL = re.compile(r"\b(?:(at|torch|c10|torch_npu|aclnnop)\s*::|(aclnn\w+)\s*\(|(l0op)\s*::\s*(\w+))")
+_FW_CALL = re.compile(
+    r"\b(?:(at|torch|c10|torch_npu|aclnnop)\s*::|(aclnn\w+)\s*\(|(l0op)\s*::\s*(\w+))"
+)
 # on the host: CANN's op-development infrastructure and layout helpers, not operators
 _HOST_INCLUDE_OK = re.compile(r"^(?:aclnn/|aclnn_kernels/|(?:aclnnop/)?aclnn_util\.h$)")
 LAYOUT_L0 = frozenset(
@@ -618,7 +643,9 @@ _TREG = re.compile(r"\bREGISTER_TILING_DATA_CLASS\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)"
 _GET = re.compile(r"\bGET_TILING_DATA(?:_WITH_STRUCT\s*\(\s*(\w+)\s*,|\s*\()\s*(\w+)\s*,")
 _SET = re.compile(r"\b(\w+)\s*(?:\.|->)\s*set_(\w+)\s*\(")
 _STRUCT = re.compile(r"\b(?:struct|class)\s+(\w+)\s*\{")
-_MEMBER = re.compile(r"^\s*((?:const\s+)?[\w:]+(?:\s*<[^;{}]*>)?)\s+(\w+)\s*(\[[^\]]*\])?\s*(?:=[^;]*)?;", re.M)
+_MEMBER = re.compile(
+    r"^\s*((?:const\s+)?[\w:]+(?:\s*<[^;{}]*>)?)\s+(\w+)\s*(\[[^\]]*\])?\s*(?:=[^;]*)?;", re.M
+)
 
 
 def _tiling_classes(srcs: list[Source]) -> dict[str, list[tuple[str, str, int, Source]]]:
@@ -670,7 +697,9 @@ def check_tiling(kernel_unit: list[Source], host_unit: list[Source]) -> list[Fin
 
     # the host writes only fields the tiling defines (on a variable of a tiling class)
     typed = {
-        v for src in host_unit for v in re.findall(rf"\b(?:{'|'.join(classes)})\s+(\w+)\s*[;({{=]", src.code)
+        v
+        for src in host_unit
+        for v in re.findall(rf"\b(?:{'|'.join(classes)})\s+(\w+)\s*[;({{=]", src.code)
     }
     for src in host_unit:
         for m in _SET.finditer(src.code):
@@ -707,7 +736,9 @@ def check_tiling(kernel_unit: list[Source], host_unit: list[Source]) -> list[Fin
                             f"({', '.join([cls] if cls else default)}) has no field {r.group(1)}",
                         )
                     )
-        for m in re.finditer(r"\b(?:reinterpret_cast\s*<|\(\s*)\s*(?:const\s+)?(?:__gm__\s+)?(\w+)\s*\*", src.code):
+        for m in re.finditer(
+            r"\b(?:reinterpret_cast\s*<|\(\s*)\s*(?:const\s+)?(?:__gm__\s+)?(\w+)\s*\*", src.code
+        ):
             name = m.group(1)
             if name in structs and name not in classes and re.search(r"(?i)tiling", name):
                 found += _layout(name, structs[name], default, classes, finding)
