@@ -178,7 +178,8 @@ def precision(actual: Any, expected: Any, atol: float, rtol: float) -> tuple[boo
         return False, f"shape {a.shape} != golden {g.shape}"
     finite_g, finite_a = np.isfinite(g), np.isfinite(a)
     bad_nonfinite = ~finite_a & (finite_g | (a != g) & ~(np.isnan(a) & np.isnan(g)))
-    err = np.where(finite_a & finite_g, np.abs(a - g), 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.where(finite_a & finite_g, np.abs(a - g), 0.0)
     bad = bad_nonfinite | ((err > atol) & (err > rtol * np.abs(g)))
     n = int(bad.sum())
     if n == 0:
