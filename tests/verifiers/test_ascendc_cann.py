@@ -135,3 +135,15 @@ def test_what_the_adapter_would_run_reaches_bisheng_whole(monkeypatch, tmp_path)
     name = "lowered/float32_1024.cpp"
     err = errors.classify(res.stderr.replace("k0.cpp", name), {name: "a\nb\n    z = zLocal;\n"})
     assert (err.code, err.file, err.line) == ("scope_lifetime", name, 3)
+
+
+def test_without_the_npu_runner_precision_and_speedup_are_the_machines_gap():
+    """The NPU runner is not written yet: on a CANN node without it, precision and speedup
+    end `no_cann` before running anything, never as the candidate's crash."""
+
+    node = cann.CannNode("/opt/cann/bin/bisheng", "/opt/cann")
+    for gate in (cann.precision_gate, cann.speedup_gate):
+        with pytest.raises(GateFail) as err:
+            gate(node, None, None)
+        assert (err.value.status, err.value.code) == ("infra_error", "no_cann")
+        assert cann.RUNNER in err.value.detail

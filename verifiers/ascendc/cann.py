@@ -33,6 +33,7 @@ target -> infra_error harness_error; a golden with another hash -> harness_error
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -148,7 +149,7 @@ def cann_env(home: str) -> dict[str, str]:
 def runner_argv(job: str, mode: str) -> list[str]:
     """The NPU runner (python with torch_npu / acl) over a job file: `precision` writes one
     .npy per output per case, `timing` one JSON of event-timed milliseconds."""
-    return ["python3", "-I", "-B", "-m", "crucible_npu_runner", mode, job]
+    return ["python3", "-I", "-B", "-m", RUNNER, mode, job]
 
 
 def golden(path: Path, expected_sha: str) -> bytes:
@@ -262,7 +263,24 @@ def golden_dir(task: Any) -> Path:
     return Path("tasks") / task.domain / task.name / "golden"
 
 
+RUNNER = "crucible_npu_runner"
+
+
+def require_runner() -> None:
+    """The NPU runner (loads the built kernel with CANN's runtime, runs the cases, times
+    them) is not written yet: where it is absent, even on a CANN node, precision and
+    speedup are the machine's gap (`no_cann`), never the candidate's crash."""
+    if importlib.util.find_spec(RUNNER) is None:
+        raise GateFail(
+            Status.INFRA_ERROR,
+            "no_cann",
+            f"precision and speedup need Crucible's NPU runner ({RUNNER}), not installed on "
+            "this node: these gates have not run on an NPU yet",
+        )
+
+
 def precision_gate(node: CannNode, ctx: Any, settings: Any) -> str:
+    require_runner()
     h = ctx.task.harness
     shas = h.get("goldens", {})
     cases = h["cases"]
@@ -304,6 +322,7 @@ def precision_gate(node: CannNode, ctx: Any, settings: Any) -> str:
 
 
 def speedup_gate(node: CannNode, ctx: Any, settings: Any) -> str:
+    require_runner()
     h = ctx.task.harness
     job = {"kernels": ctx.state.get("cann_built", []), "reps": REPS, "noise_reps": NOISE_REPS}
     put_input(ctx, "timing.json", json.dumps(job))
