@@ -334,3 +334,79 @@ def test_pyasc_lowered_kernel_of_the_catalog_task_is_clean():
     for a in cpp:
         name = f"lowered/{a.name}"
         assert static.check({name: a.data.decode()}, name, None, None, "device_only") == []
+
+
+# one WaitFlag of several taken away: the pairing rule still finds a WaitFlag of that event
+# and id elsewhere; the path rule counts them
+PATHS = """#include "kernel_operator.h"
+using namespace AscendC;
+__aicore__ inline void Step(event_t e)
+{
+    SetFlag<HardEvent::MTE3_MTE2>(e);
+    WaitFlag<HardEvent::MTE3_MTE2>(e);
+}
+__aicore__ inline void StepAligned(event_t e)
+{
+    SetFlag<HardEvent::MTE3_MTE2>(e);
+    WaitFlag<HardEvent::MTE3_MTE2>(e);
+}
+__aicore__ inline void PingPong(event_t* ev, uint32_t n)
+{
+    for (uint32_t i = 0; i < 2; i++) {
+        SetFlag<HardEvent::MTE3_MTE2>(ev[i]);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        WaitFlag<HardEvent::MTE3_MTE2>(ev[i % 2]);
+        SetFlag<HardEvent::MTE3_MTE2>(ev[i % 2]);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        WaitFlag<HardEvent::MTE3_MTE2>(ev[i]);
+    }
+}
+extern "C" __global__ __aicore__ void k(GM_ADDR x, uint32_t aligned)
+{
+    event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE3_MTE2));
+    event_t ev[2];
+    if (aligned) {
+        StepAligned(e);
+    } else {
+        Step(e);
+    }
+    PingPong(ev, 8);
+}
+"""
+
+
+def test_a_waitflag_taken_from_one_path_is_caught_where_another_path_still_waits():
+    clean = {"k.cpp": PATHS}
+    assert static.check(clean, "k.cpp", None, None, "device_only") == []  # ping-pong too
+    cut = PATHS.replace(
+        "void StepAligned(event_t e)\n{\n    SetFlag<HardEvent::MTE3_MTE2>(e);\n"
+        "    WaitFlag<HardEvent::MTE3_MTE2>(e);\n",
+        "void StepAligned(event_t e)\n{\n    SetFlag<HardEvent::MTE3_MTE2>(e);\n",
+    )
+    assert cut != PATHS
+    found = static.check({"k.cpp": cut}, "k.cpp", None, None, "device_only")
+    assert [(f.code, f.status) for f in found] == [("sync_unpaired", Status.WRONG_ANSWER)]
+    assert "HardEvent::MTE3_MTE2: SetFlag" in found[0].message and found[0].line == 10
+    # the ping-pong's drain taken away: its prologue's sets are never waited on
+    drained = PATHS.replace(
+        "    for (uint32_t i = 0; i < 2; i++) {\n        WaitFlag<HardEvent::MTE3_MTE2>(ev[i]);\n"
+        "    }\n",
+        "",
+    )
+    assert drained != PATHS
+    assert [
+        f.code for f in static.check({"k.cpp": drained}, "k.cpp", None, None, "device_only")
+    ] == ["sync_unpaired"]
+
+
+def test_sets_and_waits_under_the_same_condition_are_not_judged_by_path():
+    """`if (c) SetFlag ... if (c) WaitFlag`: paths lean both ways (the analysis cannot
+    correlate the two conditions), so the path rule stays silent."""
+    code = PATHS.replace(
+        "    PingPong(ev, 8);\n",
+        "    if (aligned > 1) { SetFlag<HardEvent::V_MTE3>(ev[0]); }\n"
+        "    if (aligned > 1) { WaitFlag<HardEvent::V_MTE3>(ev[0]); }\n",
+    )
+    assert static.check({"k.cpp": code}, "k.cpp", None, None, "device_only") == []

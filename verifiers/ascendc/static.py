@@ -348,10 +348,10 @@ Effect = dict[str, frozenset[tuple[int, int, int, int]]]
 _ZERO = (0, 0, 0, 0)
 
 
-def _seq(a: Effect, b: Effect) -> Effect | None:
+def _seq(a: Effect, b: Effect, zero: tuple[int, ...] = _ZERO) -> Effect | None:
     out: Effect = {}
     for q in a.keys() | b.keys():
-        xs, ys = a.get(q, frozenset({_ZERO})), b.get(q, frozenset({_ZERO}))
+        xs, ys = a.get(q, frozenset({zero})), b.get(q, frozenset({zero}))
         s = frozenset(tuple(u + v for u, v in zip(x, y, strict=True)) for x, y in product(xs, ys))
         if len(s) > MAX_PATHS:
             return None
@@ -359,10 +359,10 @@ def _seq(a: Effect, b: Effect) -> Effect | None:
     return out
 
 
-def _alt(effects: list[Effect]) -> Effect:
+def _alt(effects: list[Effect], zero: tuple[int, ...] = _ZERO) -> Effect:
     out: Effect = {}
     for q in {q for e in effects for q in e}:
-        out[q] = frozenset(x for e in effects for x in e.get(q, frozenset({_ZERO})))
+        out[q] = frozenset(x for e in effects for x in e.get(q, frozenset({zero})))
     return out
 
 
@@ -371,8 +371,16 @@ class _Flow:
     calls followed into the unit's own functions."""
 
     def __init__(
-        self, funcs: list[_Func], force: tuple[tuple[str, int], bool] | None = None
+        self,
+        funcs: list[_Func],
+        force: tuple[tuple[str, int], bool] | None = None,
+        ops: Callable[[str, int, int], list[tuple[int, str, int]]] | None = None,
+        width: int = 4,
     ) -> None:
+        # what a statement does: (offset, key, index into the count vector); default the
+        # queue calls (alloc, enque, deque, free) per queue
+        self.ops = ops or _queue_ops
+        self.zero = (0,) * width
         self.force = force  # ((file, offset) of a per-variant `if`, the arm it takes)
         self.variants: dict[tuple[str, int], tuple[Source, bool]] = {}  # seen: has an else?
         self.by_name: dict[str, list[_Func]] = {}
@@ -401,7 +409,7 @@ class _Flow:
             if i >= end:
                 break
             step, i = self.stmt(src, i, end)
-            eff = None if step is None else _seq(eff, step)
+            eff = None if step is None else _seq(eff, step, self.zero)
         return eff
 
     @staticmethod
@@ -444,10 +452,12 @@ class _Flow:
                         arms = [arms[0] if self.force[1] else arms[1]]
                 if any(a is None for a in arms) or cond is None:
                     return None, j
-                return _seq(cond, _alt(arms)), j  # type: ignore[arg-type]
+                return _seq(cond, _alt(arms, self.zero), self.zero), j  # type: ignore[arg-type]
             if m.group(1) == "switch" and body is not None:
-                return _seq(cond, _alt([body, {}])) if cond is not None else None, j
-            return (None if body is None or cond is None else _seq(cond, body)), j
+                return _seq(
+                    cond, _alt([body, {}], self.zero), self.zero
+                ) if cond is not None else None, j
+            return (None if body is None or cond is None else _seq(cond, body, self.zero)), j
         m = re.match(r"do\b", text[i:end])
         if m:
             body, j = self.stmt(src, self._skip(text, i + 2, end), end)
@@ -474,10 +484,9 @@ class _Flow:
         text, events = src.config, []
         if _INDIRECT.search(text, i, j):  # a call through a member pointer: not followed
             return None
-        for m in _QOP.finditer(text, i, j):
-            q = _norm(m.group(1))
-            self.first.setdefault(q, (src, m.start()))
-            events.append((m.start(), q, _OPS.index(m.group(2))))
+        for at, q, op in self.ops(text, i, j):
+            self.first.setdefault(q, (src, at))
+            events.append((at, q, op))
         for m in _CALL.finditer(text, i, j):
             if m.group(1) in self.by_name and m.group(1) not in _OPS:
                 events.append((m.start(), m.group(1), -1))
@@ -487,15 +496,36 @@ class _Flow:
                 callee = [self.func(f) for f in self.by_name[name]]
                 if any(c is None for c in callee):
                     return None
-                step: Effect = _alt(callee)  # type: ignore[arg-type]
+                step: Effect = _alt(callee, self.zero)  # type: ignore[arg-type]
             else:
-                vec = [0, 0, 0, 0]
+                vec = list(self.zero)
                 vec[op] = 1  # type: ignore[index]
                 step = {name: frozenset({tuple(vec)})}  # type: ignore[dict-item]
-            eff = _seq(eff, step) if eff is not None else None
+            eff = _seq(eff, step, self.zero) if eff is not None else None
             if eff is None:
                 return None
         return eff
+
+
+def _queue_ops(text: str, i: int, j: int) -> list[tuple[int, str, int]]:
+    found = _QOP.finditer(text, i, j)
+    return [(m.start(), _norm(m.group(1)), _OPS.index(m.group(2))) for m in found]
+
+
+def _sync_range(text: str, i: int, j: int) -> list[tuple[int, str, int]]:
+    """(offset, HardEvent, 0 for Set / 1 for Wait) of the flag calls in text[i:j]."""
+    out = []
+    for m in _FLAG.finditer(text, i, j):
+        if "," not in m.group(2):
+            out.append((m.start(), _event(m.group(2)), 0 if m.group(1) == "SetFlag" else 1))
+    for m in _INTRIN.finditer(text, i, j):
+        end = _close(text, m.end() - 1)
+        args = [a.strip() for a in text[m.end() : end - 1].split(",")]
+        if len(args) == 3:
+            a, b = (re.sub(r"^PIPE_", "", x) for x in args[:2])
+            if a in _PIPES and b in _PIPES:
+                out.append((m.start(), f"{a}_{b}", 0 if m.group(1) == "set_flag" else 1))
+    return out
 
 
 _INDIRECT = re.compile(r"(?:->\*|\.\*)\s*\w+\s*\)\s*\(")
@@ -525,6 +555,46 @@ def check_queues(unit: list[Source]) -> list[Finding]:
                 f" when the `if` at {src.name}:{line} takes its {'first' if arm else 'else'} arm"
             )
             _judge(flow, roots, where, found, flagged)
+    return found
+
+
+def check_sync_paths(unit: list[Source]) -> list[Finding]:
+    """Each HardEvent set as often as it is waited on along every path from each entry
+    (calls followed; a loop's body counted once: a ping-pong's prologue sets, its body's
+    wait-then-set and its drain's waits balance): one WaitFlag of several taken away is
+    caught, which the pairing rule above (is there any WaitFlag of that event and id?)
+    misses. Paths that lean both ways are not judged (see below)."""
+    funcs = [f for src in unit for f in _functions(src)]
+    roots = [f for f in funcs if f.entry]
+    if not roots:
+        called = {m.group(1) for f in funcs for m in _FUNC.finditer(f.src.config, f.start, f.end)}
+        roots = [f for f in funcs if f.name not in called]
+    flow = _Flow(funcs, ops=_sync_range, width=2)
+    found: list[Finding] = []
+    flagged: set[str] = set()
+    for root in roots:
+        eff = flow.func(root)
+        if eff is None:
+            continue
+        for ev, paths in sorted(eff.items()):
+            off = [(s, w) for s, w in paths if s != w]
+            # imbalances both ways are conditions the paths do not correlate (`if (c)
+            # SetFlag ... if (c) WaitFlag`): not judged; one way only is a missing call
+            if ev in flagged or not off or len({s > w for s, w in off}) > 1:
+                continue
+            flagged.add(ev)
+            s, w = min(off, key=lambda p: abs(p[0] - p[1]))
+            src, at = flow.first[ev]
+            found.append(
+                Finding(
+                    "sync_unpaired",
+                    Status.WRONG_ANSWER,
+                    src.line(at),
+                    src.name,
+                    f"HardEvent::{ev}: SetFlag {s}x but WaitFlag {w}x on a path from {root.name}",
+                    SYNC_WHY,
+                )
+            )
     return found
 
 
@@ -816,6 +886,8 @@ def check(
     host_unit = [Source(f, t) for f, t in files.items() if f not in dev]
     found = check_fallback(kernel_unit, host_unit if path == "host_device" else [])
     found += check_sync(kernel_unit)
+    if not any(f.code == "sync_unpaired" for f in found):
+        found += check_sync_paths(kernel_unit)
     found += check_queues(kernel_unit)
     if path == "host_device":
         found += check_tiling(kernel_unit, host_unit)
