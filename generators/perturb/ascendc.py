@@ -46,6 +46,7 @@ import re
 import tokenize
 
 from generators.perturb.operators import Mutation, OperatorGenerator, Rewrite, check_table
+from verifiers import pyast
 from verifiers.ascendc import parts
 from verifiers.taxonomy import API, FUNCTIONAL, SYNTAX
 
@@ -209,7 +210,7 @@ def type_float_count(source: str, rng: random.Random) -> str | None:
 def _locals(source: str) -> list[str]:
     """Names assigned inside @asc.jit functions (not their parameters)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return []
     names: list[str] = []
@@ -454,7 +455,7 @@ def reorder_independent(source: str, rng: random.Random) -> str | None:
     if not _pyasc(source):
         return None
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return None
     pairs = []

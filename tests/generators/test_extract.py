@@ -235,7 +235,9 @@ def test_cut_after_ends_an_unfenced_answer(own_domains):
 
 
 def test_unknown_domain():
-    with pytest.raises(ValueError, match="no prompt style for domain 'no_such'; known: cad"):
+    with pytest.raises(
+        ValueError, match="no prompt style for domain 'no_such'; known: ascendc, cad"
+    ):
         prompts.style("no_such")
     with pytest.raises(ValueError, match="no prompt style"):
         extract_code("```c\nint x;\n```", "no_such")

@@ -347,7 +347,8 @@ def test_shared_views_name_no_domain_nor_gate() -> None:
         words |= {g.lower() for g in domains.get(name).gate_names}
     for path in sorted(db.VIEWS_DIR.glob("30_*.sql")):
         text = path.read_text().lower()
-        named = sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b", text))
+        # a word followed by `(` is SQL's own function (lower(), a gate of ascendc's too)
+        named = sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b(?!\s*\()", text))
         assert not named, (path.name, named)
 
 

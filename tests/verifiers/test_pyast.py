@@ -62,7 +62,8 @@ def test_the_host_code_parses_python_only_through_it():
         f"{p.relative_to(root)}:{n}"
         for d in ("verifiers", "generators", "ray_actors", "flows", "lake")
         for p in sorted((root / d).rglob("*.py"))
-        if p.name != "pyast.py"
+        # the lowering driver runs alone in pyasc's own interpreter (one thread, no repo)
+        if p.name != "pyast.py" and p.name != "lower_driver.py"
         for n, line in enumerate(p.read_text().splitlines(), 1)
         if "ast.parse(" in line.replace("pyast.parse(", "")
     ]

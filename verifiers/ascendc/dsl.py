@@ -15,6 +15,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from verifiers import pyast
 from verifiers.contract import Status
 
 ALLOWED_IMPORTS = ("asc", "math", "typing", "__future__")
@@ -48,7 +49,7 @@ class Finding:
 def check_source(code: str, kernel: str) -> Finding | None:
     """The first reason this file is not a pyasc kernel file we lower, or None."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError as e:
         return Finding(Status.COMPILE_ERROR, "syntax_error", e.lineno, f"Python syntax: {e.msg}")
     for node in ast.walk(tree):

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifiers import pyast
 from verifiers.ascendc import parts
 from verifiers.ascendc.spec import DTYPES, MAX_CASES, PATHS, parse_shape
 from verifiers.specfields import ImportProblems, TaskSpecError
@@ -170,7 +171,7 @@ def strip_npu(module: str) -> str:
     ModelNew (the class that calls the built op). The lines are cut, not re-printed, so
     the reference reads as the benchmark wrote it."""
     try:
-        tree = ast.parse(module)
+        tree = pyast.parse(module)
     except SyntaxError as e:
         raise OpSkipped(f"validation/module.py does not parse ({e.msg}, line {e.lineno})") from None
     drop: set[int] = set()
@@ -189,7 +190,7 @@ def strip_npu(module: str) -> str:
     lines = module.splitlines(keepends=True)
     out = "".join(ln for n, ln in enumerate(lines, start=1) if n not in drop)
     out = re.sub(r"\n{3,}(?=\S)", "\n\n\n", out).rstrip() + "\n"
-    tree = ast.parse(out)
+    tree = pyast.parse(out)
     if not any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body):
         raise OpSkipped("validation/module.py defines no class Model (the reference)")
     return out

@@ -51,6 +51,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from verifiers import pyast
 from verifiers.specfields import Field, TaskSpecError, check_fields, read_task_file
 
 FORMS = ("pyasc", "cpp")
@@ -278,7 +279,7 @@ def load_ascendc_spec(toml_path: Path, spec: dict) -> tuple[dict, dict, str | No
 
 def _check_model(toml_path: Path, text: str) -> None:
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except SyntaxError as e:
         raise TaskSpecError(
             toml_path, "harness.model", f"Python that parses ({e.msg}, line {e.lineno})"
@@ -292,7 +293,7 @@ def _defs(text: str | None) -> set[str]:
     if not text:
         return set()
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except SyntaxError:
         return set()
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -484,7 +485,7 @@ def evaluate(expr: str, env: dict[str, Any]) -> int:
     """An int expression of +, -, *, //, %, ints, `min`/`max`, the names in EXPR_NAMES and
     `shape[i]`; anything else is a ValueError (it is never eval'd)."""
     try:
-        tree = ast.parse(expr, mode="eval")
+        tree = pyast.parse(expr, mode="eval")
     except SyntaxError:
         raise ValueError(f"not an expression: {expr!r}") from None
 
