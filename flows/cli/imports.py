@@ -1,8 +1,10 @@
 """Benchmarks imported as catalog tasks: VerilogEval (RTL), KernelBench (CUDA, Triton),
-SuperCoder (x86asm), NPUKernelBench (AscendC)."""
+SuperCoder (x86asm), NPUKernelBench; each through the importer its domain's descriptor
+names."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -64,6 +66,13 @@ def import_verilogeval(
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     _import_one_domain("verilogeval", src, dest, split, source=source, check=check)
+
+
+def _default_of(benchmark: str, option: str) -> tuple[str, ...]:
+    """An importer's own default for one of its options (the values it accepts)."""
+    return tuple(
+        inspect.signature(domain_registry.importer(benchmark)[0]).parameters[option].default
+    )
 
 
 def _import_one_domain(benchmark: str, src: Path, dest: Path, split: str, **options) -> None:
@@ -221,9 +230,10 @@ def import_npukernelbench(
         list[str] | None,
         typer.Option(
             "--path",
-            help="Which tasks to write per operator, repeatable: device_only (the candidate "
-            "writes the kernel; the expert's host side is the fixed host driver) or "
-            "host_device (host side, tiling header and kernel); default both",
+            help="Which tasks to write per operator, repeatable: "
+            + " or ".join(_default_of("npukernelbench", "paths"))
+            + " (the kernel alone, the expert's host side the fixed driver; or host side, "
+            "tiling header and kernel); default all",
         ),
     ] = None,
     check: Annotated[
@@ -236,18 +246,23 @@ def import_npukernelbench(
         ),
     ] = True,
 ) -> None:
-    """Import NPUKernelBench operators (AscendC C++: skeletons, the expert answer, the
-    PyTorch reference and the cases) as tasks of the NPU kernel domain, one per operator
-    and path. Compile, precision and speedup need CANN: off an NPU node they end as
-    infra_error (no_cann), and the goldens are computed where CANN runs."""
+    """Import NPUKernelBench operators (C++: skeletons, the expert answer, the PyTorch
+    reference and the cases) as tasks of the domain that declares its importer, one per
+    operator and path. The gates that need the NPU's toolchain end as infra_error (no_cann) off such
+    a node, and the goldens are computed there."""
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
-    wanted = tuple(dict.fromkeys(paths or ("device_only", "host_device")))
-    bad = [p for p in wanted if p not in ("device_only", "host_device")]
-    if bad:
-        raise typer.BadParameter(
-            f"device_only or host_device, not {', '.join(map(repr, bad))}", param_hint="--path"
+    wanted = tuple(dict.fromkeys(paths or _default_of("npukernelbench", "paths")))
+    try:
+        _import_one_domain(
+            "npukernelbench",
+            src,
+            dest,
+            split,
+            source=source,
+            check=check,
+            limit=limit,
+            paths=wanted,
         )
-    _import_one_domain(
-        "npukernelbench", src, dest, split, source=source, check=check, limit=limit, paths=wanted
-    )
+    except ValueError as e:  # the importer's own refusal of a path it does not write
+        raise typer.BadParameter(str(e), param_hint="--path") from None
