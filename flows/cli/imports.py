@@ -248,8 +248,8 @@ def import_npukernelbench(
 ) -> None:
     """Import NPUKernelBench operators (C++: skeletons, the expert answer, the PyTorch
     reference and the cases) as tasks of the domain that declares its importer, one per
-    operator and path. The gates that need the NPU's toolchain end as infra_error (no_cann) off such
-    a node, and the goldens are computed there."""
+    operator and path. The gates that need the NPU's toolchain end as infra_error (no_cann)
+    off such a node, and the goldens are computed there."""
     if not src.is_dir():
         raise typer.BadParameter(f"{src} is not a directory", param_hint="SRC")
     wanted = tuple(dict.fromkeys(paths or _default_of("npukernelbench", "paths")))
