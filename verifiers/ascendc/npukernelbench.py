@@ -389,7 +389,7 @@ def _toml_list(items: list[str]) -> str:
 
 
 def task_layout(op: Op, path: str) -> dict[str, Any]:
-    """What one path's task holds: the candidate's files, the host driver, the reference."""
+    """What one path's task holds: the candidate's files and the host driver."""
     if path == "device_only":
         if not op.answer:
             raise OpSkipped("no answer/0: Device-Only has no host driver (the expert's host side)")
@@ -408,12 +408,9 @@ def task_layout(op: Op, path: str) -> dict[str, Any]:
     if op.answer and any(f not in op.answer for f in files):
         gone = ", ".join(f for f in files if f not in op.answer)
         raise OpSkipped(f"answer/0 has no {gone}")
-    reference = None
-    if op.answer:
-        reference = (
-            files[0] if path == "device_only" else "reference.cpp"
-        )  # Host+Device: the files joined, as a candidate writes them
-    return {"files": files, "host_driver": driver, "reference": reference}
+    # no reference file: the spec takes the expert's files (listed in `expert`) as the
+    # reference answer, joined as a candidate writes them
+    return {"files": files, "host_driver": driver}
 
 
 def _requirement(op: Op, path: str, layout: dict[str, Any]) -> str:
@@ -464,8 +461,6 @@ def write_task(op: Op, path: str, dest: Path, split: str, source: str) -> Path:
             f"{c['case_id']};{c['shape']};{c['dtype']};{int(c['dynamic'])}\n" for c in op.cases
         ),
     )
-    if layout["reference"] == "reference.cpp":
-        put("reference.cpp", parts.join({f: op.answer[f] for f in layout["files"]}))
     question = [q for q in op.question if path == "host_device" or "/op_kernel/" in q]
     h = [
         'form = "cpp"',
@@ -482,8 +477,6 @@ def write_task(op: Op, path: str, dest: Path, split: str, source: str) -> Path:
     ]
     if "pybind.cpp" in op.validation:
         h.append('pybind = "validation/pybind.cpp"')
-    if layout["reference"]:
-        h.append(f'reference = "{layout["reference"]}"')
     (d / "task.toml").write_text(
         f"# NPUKernelBench {op.dir.parent.parent.name}/{op.category}/{op.name}\n"
         f'name = "{name}"\nfamily = "{FAMILY_OF.get(op.category, "other")}"\n'
