@@ -533,12 +533,19 @@ _TBUF_NAMES = re.compile(r"([A-Za-z_][\w\.\[\]]*(?:->[\w\.\[\]]+)*)\s*(?:\.|->)\
 MAX_VARIANTS = 48  # per-variant ifs checked one arm at a time
 
 
-def check_queues(unit: list[Source]) -> list[Finding]:
+def _entries(unit: list[Source]) -> tuple[list[_Func], list[_Func]]:
+    """The unit's functions and where its paths start: the `__global__` entries, else the
+    functions nobody calls."""
     funcs = [f for src in unit for f in _functions(src)]
     roots = [f for f in funcs if f.entry]
     if not roots:
         called = {m.group(1) for f in funcs for m in _FUNC.finditer(f.src.config, f.start, f.end)}
         roots = [f for f in funcs if f.name not in called]
+    return funcs, roots
+
+
+def check_queues(unit: list[Source]) -> list[Finding]:
+    funcs, roots = _entries(unit)
     found: list[Finding] = []
     # a TBuf's tensors come from Get() and need no FreeTensor (an expert frees them anyway)
     flagged = {_norm(n) for src in unit for n in _TBUF_NAMES.findall(src.config)}
@@ -564,11 +571,7 @@ def check_sync_paths(unit: list[Source]) -> list[Finding]:
     wait-then-set and its drain's waits balance): one WaitFlag of several taken away is
     caught, which the pairing rule above (is there any WaitFlag of that event and id?)
     misses. Paths that lean both ways are not judged (see below)."""
-    funcs = [f for src in unit for f in _functions(src)]
-    roots = [f for f in funcs if f.entry]
-    if not roots:
-        called = {m.group(1) for f in funcs for m in _FUNC.finditer(f.src.config, f.start, f.end)}
-        roots = [f for f in funcs if f.name not in called]
+    funcs, roots = _entries(unit)
     flow = _Flow(funcs, ops=_sync_range, width=2)
     found: list[Finding] = []
     flagged: set[str] = set()
