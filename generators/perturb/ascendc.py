@@ -44,6 +44,7 @@ import keyword
 import random
 import re
 import tokenize
+from collections.abc import Callable
 
 from generators.perturb.operators import Mutation, OperatorGenerator, Rewrite, check_table
 from verifiers import pyast
@@ -127,6 +128,24 @@ def _with_args(source: str, start: int, end: int, args: list[str]) -> str:
 
 def _changed(source: str, new: str | None) -> str | None:
     return None if new is None or new == source else new
+
+
+def _sub_one(
+    source: str,
+    rng: random.Random,
+    pattern: re.Pattern,
+    repl: Callable[[re.Match], str],
+    group: int = 0,
+) -> str | None:
+    """A pyasc source with one match of `pattern` (its `group`), drawn by `rng`, replaced by
+    `repl(match)`; None where there is none."""
+    if not _pyasc(source):
+        return None
+    sites = list(pattern.finditer(source))
+    if not sites:
+        return None
+    m = rng.choice(sites)
+    return source[: m.start(group)] + repl(m) + source[m.end(group) :]
 
 
 def _pyasc(source: str) -> bool:
@@ -329,25 +348,13 @@ _INIT = re.compile(r"^[ \t]*\w+\.init_buffer\([^\n]*\)[ \t]*\n", re.M)
 def memory_queue_position(source: str, rng: random.Random) -> str | None:
     """An input queue declared at VECOUT: the copy-in and the vector unit no longer hand
     the tensor over through the queue's sync."""
-    if not _pyasc(source):
-        return None
-    sites = list(_VECIN.finditer(source))
-    if not sites:
-        return None
-    m = rng.choice(sites)
-    return source[: m.start()] + m[0].replace("VECIN", "VECOUT") + source[m.end() :]
+    return _sub_one(source, rng, _VECIN, lambda m: m[0].replace("VECIN", "VECOUT"))
 
 
 def memory_missing_init_buffer(source: str, rng: random.Random) -> str | None:
     """A queue used without its init_buffer: its tensors live nowhere in the unified
     buffer."""
-    if not _pyasc(source):
-        return None
-    sites = list(_INIT.finditer(source))
-    if not sites:
-        return None
-    m = rng.choice(sites)
-    return source[: m.start()] + source[m.end() :]
+    return _sub_one(source, rng, _INIT, lambda m: "")
 
 
 # --- pyasc mutations: compiles but wrong -------------------------------------------------------
@@ -359,13 +366,7 @@ _BLOCK = re.compile(r"asc\.get_block_idx\(\) \* (\w+)")
 
 def wrong_tile_offset(source: str, rng: random.Random) -> str | None:
     """One copy's tile offset a tile off: `xg[(i + 1) * tile:]` for `xg[i * tile:]`."""
-    if not _pyasc(source):
-        return None
-    sites = list(_SLICE.finditer(source))
-    if not sites:
-        return None
-    m = rng.choice(sites)
-    return source[: m.start()] + f"[({m[1]} + 1) * {m[2]}:]" + source[m.end() :]
+    return _sub_one(source, rng, _SLICE, lambda m: f"[({m[1]} + 1) * {m[2]}:]")
 
 
 def wrong_op(source: str, rng: random.Random) -> str | None:
@@ -381,25 +382,13 @@ def wrong_op(source: str, rng: random.Random) -> str | None:
 
 def wrong_missing_last_tile(source: str, rng: random.Random) -> str | None:
     """The tile loop one trip short: the last tile of each core's block never computed."""
-    if not _pyasc(source):
-        return None
-    sites = list(_RANGE.finditer(source))
-    if not sites:
-        return None
-    m = rng.choice(sites)
-    return source[: m.start(2)] + f"{m[2]} - 1" + source[m.end(2) :]
+    return _sub_one(source, rng, _RANGE, lambda m: f"{m[2]} - 1", group=2)
 
 
 def wrong_block_offset(source: str, rng: random.Random) -> str | None:
     """Core k starts at block k + 1: every core computes its neighbour's block, the last
     one past the end, the first block never."""
-    if not _pyasc(source):
-        return None
-    sites = list(_BLOCK.finditer(source))
-    if not sites:
-        return None
-    m = rng.choice(sites)
-    return source[: m.start()] + f"(asc.get_block_idx() + 1) * {m[1]}" + source[m.end() :]
+    return _sub_one(source, rng, _BLOCK, lambda m: f"(asc.get_block_idx() + 1) * {m[1]}")
 
 
 # --- pyasc rewrites ----------------------------------------------------------------------------
