@@ -410,3 +410,27 @@ def test_sets_and_waits_under_the_same_condition_are_not_judged_by_path():
         "    if (aligned > 1) { WaitFlag<HardEvent::V_MTE3>(ev[0]); }\n",
     )
     assert static.check({"k.cpp": code}, "k.cpp", None, None, "device_only") == []
+
+
+HIDDEN = """#include "kernel_operator.h"
+using namespace AscendC;
+extern "C" __global__ __aicore__ void k(GM_ADDR x)
+{
+    event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::MTE2_V));
+    SetFlag<HardEvent::MTE2_V>(e);
+#if 0
+    WaitFlag<HardEvent::MTE2_V>(e);
+#else
+    PipeBarrier<PIPE_ALL>();
+#endif
+}
+"""
+
+
+def test_a_waitflag_hidden_in_an_if_0_arm_is_no_waitflag():
+    """A hostile candidate keeps the pair in text only: no build compiles `#if 0` code, so
+    the SetFlag stands alone (the `#else` arm is the one read); `#if 1` is the real pair."""
+    found = static.check({"k.cpp": HIDDEN}, "k.cpp", None, None, "device_only")
+    assert [(f.code, f.line) for f in found] == [("sync_unpaired", 6)]
+    taken = HIDDEN.replace("#if 0", "#if 1")
+    assert static.check({"k.cpp": taken}, "k.cpp", None, None, "device_only") == []

@@ -93,6 +93,7 @@ def blank(text: str, strings: bool = True) -> str:
 
 
 _PP = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[^\n]*", re.M)
+_NEVER = re.compile(r"^[ \t]*#[ \t]*if[ \t]+(?:0+|false)[ \t]*$")
 
 
 def first_arms(code: str) -> str:
@@ -112,11 +113,19 @@ def first_arms(code: str) -> str:
             stack.append(depth_skip > 0)
             if depth_skip:
                 depth_skip += 1
+            elif kind == "if" and _NEVER.match(m.group(0)):
+                # `#if 0`: no build takes it, so code hidden there is not counted; the
+                # next arm is the one kept
+                stack[-1] = None
+                depth_skip = 1
         elif kind in ("elif", "else") and stack:
-            if not stack[-1]:
+            if stack[-1] is None:  # after an `#if 0`: this arm is the one kept
+                stack[-1] = False
+                depth_skip = 0
+            elif not stack[-1]:
                 depth_skip = max(depth_skip, 1)
         elif kind == "endif" and stack:
-            outer_skipped = stack.pop()
+            outer_skipped = bool(stack.pop())
             if depth_skip and not outer_skipped:
                 depth_skip = 0
             elif depth_skip:
@@ -191,7 +200,7 @@ def _event(arg: str) -> str:
 
 def _sync_ops(src: Source) -> list[tuple[str, str, str, int]]:
     """(Set|Wait, event, id, offset) of every flag call in the file."""
-    text, ops = src.code, []
+    text, ops = src.config, []  # the arms one build takes (`#if 0` code is no call)
     for m in _FLAG.finditer(text):
         if "," in m.group(2):  # not a HardEvent (a helper's template pair)
             continue
