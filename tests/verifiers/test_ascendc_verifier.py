@@ -138,6 +138,7 @@ def test_parts_refuse_what_is_not_the_tasks_files(code, why):
         ("X = __import__('os')", Status.REJECTED, "forbidden_call"),
         ("X = asc.lib", Status.REJECTED, "forbidden_call"),
         ("X = asc.__dict__", Status.REJECTED, "forbidden_call"),
+        ("X = __builtins__['open']", Status.REJECTED, "forbidden_call"),
         ("def f(:\n  pass", Status.COMPILE_ERROR, "syntax_error"),
     ],
 )

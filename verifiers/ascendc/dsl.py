@@ -85,6 +85,13 @@ def check_source(code: str, kernel: str) -> Finding | None:
                 line,
                 f"uses {node.id}: the kernel must not fall back to a framework",
             )
+        elif isinstance(node, ast.Name) and node.id.startswith("__") and node.id != "__name__":
+            return Finding(
+                Status.REJECTED,
+                "forbidden_call",
+                line,
+                f"reaches {node.id}: not part of a kernel",
+            )
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in FORBIDDEN_CALLS:
                 return Finding(
