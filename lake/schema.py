@@ -198,6 +198,35 @@ TABLES: dict[str, TableSpec] = {
             ),
             "dedup_id",
         ),
+        # One row per reward an RL loop asked for (`flows.rewards`): which verdict, the
+        # number, the rule that made it (`reward_config`, `reward_config_id`) and the
+        # request's tags (the loop's run and step, the rollout's sample, the client). A
+        # verdict answered from the lake gets a row too (`cached`): the rollout happened.
+        TableSpec(
+            "rewards",
+            pa.schema(
+                [
+                    _id("reward_id"),
+                    ("candidate_id", pa.string()),
+                    ("verdict_id", pa.string()),
+                    ("task_id", pa.string()),
+                    pa.field("domain", pa.string(), nullable=False),
+                    ("status", pa.string()),
+                    ("reward", pa.float64()),  # null: infra_error, no reward
+                    ("reward_config", pa.string()),  # JSON
+                    ("reward_config_id", pa.string()),
+                    ("rl_run", pa.string()),
+                    ("step", pa.int64()),
+                    ("sample", pa.string()),
+                    ("client", pa.string()),
+                    ("cached", pa.bool_()),
+                    ("seconds", pa.float64()),  # the request's wait for this verdict
+                    ("run_id", pa.string()),
+                    ("created_at", TIMESTAMP),
+                ]
+            ),
+            "reward_id",
+        ),
         # One row per export written: its manifest is what rebuilds it.
         TableSpec(
             "exports",
@@ -426,6 +455,61 @@ def trajectory_row(trajectory: Trajectory) -> dict[str, Any]:
         "rounds": len(trajectory.turns),
         "run_id": trajectory.run_id,
         "created_at": to_timestamp(trajectory.created_at),
+    }
+
+
+@dataclass(frozen=True)
+class Reward:
+    """One reward handed to an RL loop: the verdict it came from and the request's tags.
+    The id hashes the verdict, the rule and the tags, so a client's retry of the same
+    request adds nothing, and the same rollout at another step is a row of its own."""
+
+    candidate_id: str
+    verdict_id: str
+    task_id: str
+    domain: str
+    status: str
+    reward: float | None
+    reward_config: Mapping[str, Any]
+    reward_config_id: str
+    rl_run: str = ""
+    step: int | None = None
+    sample: str = ""
+    client: str = ""
+    cached: bool = False
+    seconds: float = 0.0
+    run_id: str = ""
+    created_at: str = ""
+    reward_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.created_at:
+            object.__setattr__(self, "created_at", utc_now())
+        if not self.reward_id:
+            step = "" if self.step is None else str(self.step)
+            parts = (self.verdict_id, self.reward_config_id, self.rl_run, step, self.sample)
+            object.__setattr__(self, "reward_id", content_id("reward", *parts, self.client))
+
+
+def reward_row(r: Reward) -> dict[str, Any]:
+    return {
+        "reward_id": r.reward_id,
+        "candidate_id": r.candidate_id,
+        "verdict_id": r.verdict_id,
+        "task_id": r.task_id,
+        "domain": r.domain,
+        "status": r.status,
+        "reward": None if r.reward is None else float(r.reward),
+        "reward_config": canonical_json(dict(r.reward_config)),
+        "reward_config_id": r.reward_config_id,
+        "rl_run": r.rl_run,
+        "step": None if r.step is None else int(r.step),
+        "sample": r.sample,
+        "client": r.client,
+        "cached": bool(r.cached),
+        "seconds": float(r.seconds),
+        "run_id": r.run_id,
+        "created_at": to_timestamp(r.created_at),
     }
 
 

@@ -27,9 +27,11 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from lake import db
 from lake.schema import (
     TABLES,
+    Reward,
     Run,
     Trajectory,
     candidate_row,
+    reward_row,
     run_row,
     spec,
     task_row,
@@ -51,6 +53,7 @@ FLUSH_ORDER = (
     "candidates",
     "artifacts",
     "verdicts",
+    "rewards",
     "trajectories",
     "dedup",
     "exports",
@@ -152,6 +155,9 @@ class BatchWriter:
         if verdict.artifacts:
             self.add("artifacts", verdict_artifact_rows(verdict))
         self.add("verdicts", [verdict_row(verdict, self.run_id if run_id is None else run_id)])
+
+    def add_reward(self, reward: Reward) -> None:
+        self.add("rewards", [reward_row(reward)])
 
     def add_trajectory(self, trajectory: Trajectory) -> None:
         self.add("trajectories", [trajectory_row(trajectory)])
