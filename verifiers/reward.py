@@ -117,7 +117,7 @@ def stages_cleared(verdict: Verdict) -> list[str]:
     ok: dict[str, bool] = {}
     for check in verdict.checks:
         if check.stage not in STAGES:
-            continue  # the format gate: every candidate that got anywhere cleared it
+            continue
         ok[check.stage] = ok.get(check.stage, True) and bool(check.ok)
     return [s for s in STAGES if ok.get(s)]
 

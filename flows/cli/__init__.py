@@ -9,7 +9,7 @@ from flows.cli.install import check_modules
 check_modules()  # before anything imports `verifiers` & co: a clash is one line, not a traceback
 
 # registers the commands, in this order
-from flows.cli import run, server, tasks, sql, show, data, imports  # noqa: E402, F401
+from flows.cli import run, server, rewards, tasks, sql, show, data, imports  # noqa: E402, F401
 from flows.cli.base import app  # noqa: E402
 
 # isort: on
