@@ -47,7 +47,7 @@ from verifiers.base import Verifier
 from verifiers.catalog import TaskSpecError, load_catalog, load_task
 from verifiers.contract import Candidate, Limits, Task, Verdict, content_id, utc_now
 from verifiers.datadirs import data_dir
-from verifiers.registry import close_all, get_verifier
+from verifiers.registry import new_verifier
 from verifiers.reward import RewardConfig, reward_of
 
 log = logging.getLogger(__name__)
@@ -253,9 +253,11 @@ class Rewarder:
         self.started_at = utc_now()
         self._t0 = time.perf_counter()
         self._lock = threading.Lock()
+        self._vlock = threading.Lock()  # verifiers are built outside `_lock`
         self._inflight: dict[Key, concurrent.futures.Future[tuple[Verdict, bool]]] = {}
         self._memo: OrderedDict[Key, Verdict] = OrderedDict()
         self._pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+        self._verifiers: dict[str, Verifier] = {}
         self.counts: dict[str, int] = {}
         self._closed = False
         self._stack = contextlib.ExitStack()
@@ -323,7 +325,12 @@ class Rewarder:
         return Limits()
 
     def verifier_for(self, domain: str) -> Verifier:
-        return get_verifier(domain, self._settings.get(domain))
+        """This rewarder's own verifier of `domain` (its warm workers end with `close`)."""
+        with self._vlock:
+            v = self._verifiers.get(domain)
+            if v is None:
+                v = self._verifiers[domain] = new_verifier(domain, self._settings.get(domain))
+            return v
 
     def close(self) -> None:
         """Wait for verifications under way, record them, close the verifiers' workers
@@ -337,7 +344,10 @@ class Rewarder:
             if self._recorder is not None:
                 self._recorder.close()
         finally:
-            close_all()
+            for v in self._verifiers.values():
+                close = getattr(v, "close", None)
+                if close is not None:
+                    close()
             self._stack.close()
 
     def __enter__(self) -> Rewarder:

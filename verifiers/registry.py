@@ -24,6 +24,7 @@ __all__ = [
     "close_all",
     "get_verifier",
     "load_dotted",
+    "new_verifier",
     "verify",
 ]
 
@@ -45,13 +46,26 @@ def get_verifier(
     """The domain's verifier built with `settings` (None: the defaults), one instance per
     distinct settings value. Settings that are not the domain's raise `SettingsError`."""
     try:
-        desc = domain_registry.get(domain)
+        domain_registry.get(domain)
     except domain_registry.UnknownDomain as e:
         raise VerifierUnavailable(str(e)) from None
     chosen = settings_for(domain, settings)
     key = (domain, chosen.canonical())
-    if key in _INSTANCES:
-        return _INSTANCES[key]
+    if key not in _INSTANCES:
+        _INSTANCES[key] = new_verifier(domain, chosen)
+    return _INSTANCES[key]
+
+
+def new_verifier(
+    domain: str, settings: VerifierSettings | Mapping[str, Any] | None = None
+) -> Verifier:
+    """A verifier of its own for the caller (not shared through `get_verifier`): its warm
+    workers live until the caller closes it."""
+    try:
+        desc = domain_registry.get(domain)
+    except domain_registry.UnknownDomain as e:
+        raise VerifierUnavailable(str(e)) from None
+    chosen = settings_for(domain, settings)
     try:
         cls = load_dotted(desc.verifier)
     except ImportError as e:
@@ -59,8 +73,7 @@ def get_verifier(
             f"the {domain} verifier cannot be imported ({type(e).__name__}: {e}); "
             f"install it with: {desc.install}"
         ) from None
-    _INSTANCES[key] = cls(settings=chosen)
-    return _INSTANCES[key]
+    return cls(settings=chosen)
 
 
 def close_all() -> None:
