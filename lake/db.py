@@ -168,12 +168,24 @@ def connect(
     return con
 
 
+_DUCK_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN",
+               "timestamp[us]": "TIMESTAMP"}  # fmt: skip
+
+
+def _empty(schema: pa.Schema) -> str:
+    """A table of `schema` with no rows: what a read-only view shows for a table the lake
+    was made before (`Lake.absent`)."""
+    cols = ", ".join(f"NULL::{_DUCK_TYPES[str(f.type)]} AS {ident(f.name)}" for f in schema)
+    return f"(SELECT {cols} WHERE false)"
+
+
 def view_statements(lake: Lake, kind: str = "VIEW") -> list[str]:
     """What `connect` runs once the delta extension is loaded: `raw_<table>` and `<table>`
     for every table, then every `sql/views/` file."""
     out: list[str] = []
     for name, spec in TABLES.items():
-        out.append(f"CREATE OR REPLACE {kind} raw_{name} AS SELECT * FROM {scan(lake, name)}")
+        source = _empty(spec.schema) if name in lake.absent else scan(lake, name)
+        out.append(f"CREATE OR REPLACE {kind} raw_{name} AS SELECT * FROM {source}")
         out.append(
             f"CREATE OR REPLACE {kind} {name} AS SELECT * FROM raw_{name} QUALIFY "
             f"row_number() OVER (PARTITION BY {spec.id_column} "

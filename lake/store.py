@@ -39,6 +39,10 @@ LAKE_FORMAT = 2
 # Older formats an open migrates (writable only), and what changed:
 # 1 -> 2: every verdict check records its stage (`checks[].stage`, from the descriptor).
 MIGRATES_FROM = (1,)
+# Tables added to a format after it shipped: a writable open creates them, and a read-only
+# open of a lake made before them reads them as empty (`Lake.absent`) instead of refusing
+# a lake that no command has written since the upgrade.
+LATER_TABLES = frozenset({"rewards"})
 # Tables and blobs live in separate subtrees: a Delta `vacuum(full=True)` deletes every file
 # under a table directory that no commit references, so blobs inside the `artifacts` table
 # directory would be wiped.
@@ -125,6 +129,7 @@ class Lake:
         else:
             self.root = Path(text.removeprefix("file://")).expanduser().absolute()
         self.readonly = readonly
+        self.absent: frozenset[str] = frozenset()  # LATER_TABLES a read-only open lacks
         self.check_files = check_files
         self._stale_format: int | None = None  # an older format on disk, to migrate
         self._open()
@@ -155,8 +160,12 @@ class Lake:
                 for name in absent:
                     if _is_absent(self.table_path(name)):
                         self._create_table(name)
+        self.absent = frozenset(
+            n for n in LATER_TABLES if self.readonly and _is_absent(self.table_path(n))
+        )
         for name in TABLES:
-            self._open_table(name)
+            if name not in self.absent:
+                self._open_table(name)
         if self._stale_format is not None:
             if self.check_files:
                 self._migrate()
@@ -180,16 +189,23 @@ class Lake:
         self._check_marker_remote()  # before any write: a foreign prefix gets none
         if not self.readonly:
             self._check_writable_remote()
+        absent = set()
         for name in TABLES:
             uri, opts = self.table_uri(name), self.storage_options
             if not self._remote(DeltaTable.is_deltatable, uri, opts):
+                if self.readonly and name in LATER_TABLES:
+                    absent.add(name)
+                    continue
                 if self.readonly:
                     raise LakeError(
                         f"lake {self.root} has no table {name!r}; open it writable once to "
                         "create the missing tables"
                     )
                 self._create_table(name)
+        self.absent = frozenset(absent)
         for name in TABLES:
+            if name in self.absent:
+                continue
             self._open_table(name)
 
     def _remote(self, call: Callable[..., T], *args: object) -> T:
@@ -523,7 +539,7 @@ class Lake:
 
     def versions(self) -> dict[str, int]:
         """Every table's version: what a run records as lake versions read / written."""
-        return {name: self.version(name) for name in TABLES}
+        return {name: self.version(name) for name in TABLES if name not in self.absent}
 
     # --- artifacts -------------------------------------------------------------------
 

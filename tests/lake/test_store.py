@@ -237,3 +237,26 @@ def test_processes_opening_one_new_lake_at_once_all_succeed(tmp_path: Path) -> N
     with mp.get_context("spawn").Pool(4) as pool:
         versions = pool.map(workers.open_lake, [root] * 4)
     assert versions == [dict.fromkeys(TABLES, 0)] * 4
+
+
+def test_a_lake_made_before_a_later_table_reads_it_as_empty(tmp_path):
+    """`rewards` came after lake format 2 shipped: a read-only open (`crucible sql`) of a
+    lake no command has written since shows it empty instead of refusing the lake; the next
+    writable open creates it."""
+    import shutil
+
+    from lake import db
+    from lake.store import LATER_TABLES
+
+    root = tmp_path / "old"
+    Lake(root)
+    for name in LATER_TABLES:
+        shutil.rmtree(root / "tables" / name)
+    ro = Lake(root, readonly=True)
+    assert ro.absent == LATER_TABLES and not (root / "tables" / "rewards").exists()
+    con = db.connect(ro)
+    assert con.execute("SELECT count(*), count(reward) FROM rewards").fetchone() == (0, 0)
+    assert con.execute("SELECT count(*) FROM raw_rewards").fetchone() == (0,)
+    assert "rewards" not in ro.versions()
+    con.close()
+    assert Lake(root).absent == frozenset() and (root / "tables" / "rewards").is_dir()
