@@ -67,7 +67,7 @@ class ServiceSettings:
         for name in ("max_body_bytes", "max_items", "max_code_bytes", "max_inflight_items",
                      "client_concurrency"):  # fmt: skip
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ValueError(f"{name} must be at least 1 (a limit of 0 would refuse all)")
         if self.request_timeout_s <= 0:
             raise ValueError("request_timeout_s must be above 0")
 

@@ -24,6 +24,7 @@ from flows.options import (
     limits_for,
     open_lake,
     parse_verifier_settings,
+    require_lake,
 )
 
 TOKEN_ENV = "CRUCIBLE_REWARD_TOKEN"
@@ -33,7 +34,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 @app.command(
     "reward-server",
-    short_help="Serve the verifiers as an RL reward over HTTP (token, limits, lake).",
+    short_help="Serve the verifiers as an RL reward over HTTP.",
     rich_help_panel="Run",
     needs=("lake", "pipeline"),
 )
@@ -82,34 +83,33 @@ def reward_server(
     fast: FastOpt = False,
     unconfined: UnconfinedOpt = False,
     infra_retries: Annotated[
-        int, typer.Option(min=0, help="Times an infra_error is verified again.")
+        int, typer.Option(metavar="N", help="Times an infra_error is verified again.")
     ] = 1,
     max_items: Annotated[
-        int, typer.Option(min=1, help="Candidates per request at most (413).")
+        int, typer.Option(metavar="N", help="Candidates per request at most (413).")
     ] = 256,
     max_body_mb: Annotated[
-        float, typer.Option(min=0.001, help="Request body size limit in MiB (413).")
+        float, typer.Option(metavar="MIB", help="Request body size limit (413).")
     ] = 16.0,
     max_code_kb: Annotated[
-        float, typer.Option(min=0.001, help="One code or completion's size limit in KiB (413).")
+        float, typer.Option(metavar="KIB", help="One code or completion's size limit (413).")
     ] = 256.0,
     max_inflight: Annotated[
         int,
         typer.Option(
-            min=1, help="Candidates in flight over all clients; more is 429 + Retry-After."
+            metavar="N", help="Candidates in flight over all clients; more is 429 + Retry-After."
         ),
     ] = 2048,
     client_concurrency: Annotated[
         int,
         typer.Option(
-            min=1,
+            metavar="N",
             help="Requests in flight per client (X-Crucible-Client or address); more is 429.",
         ),
     ] = 64,
     request_timeout: Annotated[
         float,
         typer.Option(
-            min=0.1,
             metavar="SECONDS",
             help="A request unanswered after this is 504 (its work goes on).",
         ),
@@ -128,19 +128,26 @@ def reward_server(
     from lake.lock import LakeBusy
     from verifiers.reward import RewardConfig, RewardConfigError
 
+    for name, value in (("--max-items", max_items), ("--max-body-mb", max_body_mb),
+                        ("--max-code-kb", max_code_kb), ("--max-inflight", max_inflight),
+                        ("--client-concurrency", client_concurrency),
+                        ("--request-timeout", request_timeout)):  # fmt: skip
+        if not value > 0:
+            raise typer.BadParameter(f"must be above 0, not {value}", param_hint=name)
+    if infra_retries < 0:
+        raise typer.BadParameter("must be 0 or more", param_hint="--infra-retries")
     domains = list(domain or DEFAULT_DOMAINS)
     try:
         config = RewardConfig.from_dict(_json_arg(reward, "--reward") if reward else None)
     except RewardConfigError as e:
         raise typer.BadParameter(str(e), param_hint="--reward") from None
     settings = parse_verifier_settings(verifier_settings)
-    token = _token(token_file)
     con = render.console()
     try:
         if tasks_from_lake:
             if tasks:
                 raise typer.BadParameter("give --tasks or --tasks-from-lake, not both")
-            chosen = Tasks.from_lake(open_lake(lake))
+            chosen = Tasks.from_lake(require_lake(lake))
         elif tasks and len(tasks) > 1:
             raise typer.BadParameter("one --tasks root or task directory", param_hint="--tasks")
         elif tasks:
@@ -153,18 +160,22 @@ def reward_server(
         chosen = Tasks([t for t in chosen if t.domain in domains], chosen.where)
         if not len(chosen):
             raise UserError(f"no task of {', '.join(domains)} in {chosen.where}")
+    token = _token(token_file)
     limits = {
         d: limits_for(d, fast=fast, unconfined=unconfined) for d in {t.domain for t in chosen}
     }
-    service = ServiceSettings(
-        token=token,
-        max_body_bytes=int(max_body_mb * 1024 * 1024),
-        max_items=max_items,
-        max_code_bytes=int(max_code_kb * 1024),
-        max_inflight_items=max_inflight,
-        client_concurrency=client_concurrency,
-        request_timeout_s=request_timeout,
-    )
+    try:
+        service = ServiceSettings(
+            token=token,
+            max_body_bytes=int(max_body_mb * 1024 * 1024),
+            max_items=max_items,
+            max_code_bytes=int(max_code_kb * 1024),
+            max_inflight_items=max_inflight,
+            client_concurrency=client_concurrency,
+            request_timeout_s=request_timeout,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
     if host not in LOOPBACK:
         say_error(
             f"listening on {host}: anyone there who has the token runs code in the sandbox",
