@@ -166,6 +166,10 @@ class Item:
         text = self.code if self.code is not None else self.completion
         if not isinstance(text, str):
             raise RewardError(f"item for task {self.task!r}: code must be text")
+        for what, value in (("code", text), ("prompt", self.prompt), ("sample", self.sample)):
+            if isinstance(value, str) and not is_unicode(value):
+                # a lone surrogate cannot be written to the lake (nor read by a tool)
+                raise RewardError(f"item for task {self.task!r}: {what} is not valid Unicode")
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,14 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"metrics": dict(self.metrics)}
+
+
+def is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # --- the rewarder -------------------------------------------------------------------------
@@ -289,6 +301,11 @@ class Rewarder:
         answers from them)."""
         if self._closed:
             raise RuntimeError("this Rewarder is closed")
+        for what, tag in (("rl_run", rl_run), ("client", client), ("generator", generator)):
+            if not isinstance(tag, str) or not is_unicode(tag):
+                raise RewardError(f"{what} must be text (valid Unicode)")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+            raise RewardError("step must be an integer or None")
         t0 = time.perf_counter()
         jobs = [self._job(self._item(it), rl_run, generator) for it in items]
         if not jobs:
@@ -425,6 +442,11 @@ class Rewarder:
                 under_way = self._inflight.get(j.key)
                 if under_way is not None:
                     futures[i] = under_way
+                    continue
+                v = self._memo.get(j.key)  # judged since the memo was first read
+                if v is not None:
+                    futures[i] = _done(v)
+                    cached.add(j.key)
                     continue
                 self._inflight[j.key] = j.future
                 futures[i] = j.future

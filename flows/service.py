@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from flows.rewards import Item, Rewarder, RewardError
+from flows.rewards import Item, Rewarder, RewardError, is_unicode
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def _tag(body: Mapping[str, Any], key: str) -> str:
     value = body.get(key, "")
     if value is None:
         return ""
-    if not isinstance(value, str) or len(value) > TAG_CHARS:
+    if not isinstance(value, str) or len(value) > TAG_CHARS or not is_unicode(value):
         raise Refused(400, f"{key!r} must be a string of at most {TAG_CHARS} characters")
     return value
 
@@ -189,6 +189,8 @@ def parse_request(raw: bytes, settings: ServiceSettings) -> tuple[list[Item], di
         raise Refused(400, "malformed JSON: the body is not UTF-8") from None
     except json.JSONDecodeError as e:
         raise Refused(400, f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise Refused(400, "malformed JSON: nested too deep") from None
     if not isinstance(body, dict):
         raise Refused(400, 'the body must be a JSON object: {"items": [...], ...}')
     unknown = sorted(set(body) - BODY_FIELDS)
@@ -234,8 +236,16 @@ def _item(i: int, it: Any, settings: ServiceSettings) -> Item:
     prompt = it.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise Refused(400, f'{where}: "prompt" must be a string')
-    return Item(it["task"], code=it.get("code"), completion=it.get("completion"), sample=sample,
-                prompt=prompt)  # fmt: skip
+    try:
+        return Item(
+            it["task"],
+            code=it.get("code"),
+            completion=it.get("completion"),
+            sample=sample,
+            prompt=prompt,
+        )
+    except RewardError as e:
+        raise Refused(400, f"{where}: {e}") from None
 
 
 def client_of(request: Request) -> str:

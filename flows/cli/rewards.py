@@ -204,7 +204,8 @@ def reward_server(
         soft_wrap=True,
     )
     try:
-        _serve(create_app(rewarder, service), host, port)
+        # connections past the in-flight limit (idle or slow senders) get 503, not a thread
+        _serve(create_app(rewarder, service), host, port, max_inflight + 64)
     finally:
         rewarder.close()
         con.print(f"stopped; counts: {dict(sorted(rewarder.counts.items()))}", highlight=False)
@@ -214,7 +215,7 @@ class _Stopped(Exception):
     pass
 
 
-def _serve(app, host: str, port: int) -> None:
+def _serve(app, host: str, port: int, connections: int) -> None:
     """Serve until Ctrl-C or SIGTERM. uvicorn shuts down gracefully, then raises the signal
     again for the handler it found: ours ends `serve` with an exception, so the caller's
     `finally` records the run instead of the process dying on the default handler."""
@@ -225,7 +226,14 @@ def _serve(app, host: str, port: int) -> None:
     def stop(signum: int, _frame: object) -> None:
         raise _Stopped(signum)
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        limit_concurrency=connections,
+    )
     server = uvicorn.Server(config)
     before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

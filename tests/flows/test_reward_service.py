@@ -155,6 +155,17 @@ def test_refusals_are_clear_4xx_and_write_nothing(tmp_path, tasks, caplog):
                 "the limit is 2000",
             ),
             "oversize body": (post(b"{" + b" " * 30_000 + b"}"), 413, "the limit is 20000"),
+            "lone surrogate": (
+                post(b'{"items": [{"task": "adder8", "code": "module \\ud800"}]}'),
+                400,
+                "not valid Unicode",
+            ),
+            "surrogate tag": (
+                post(b'{"rl_run": "\\udfff", "items": [{"task": "adder8", "code": "x"}]}'),
+                400,
+                "'rl_run'",
+            ),
+            "nested too deep": (post(b"[" * 9000 + b"]" * 9000), 400, "nested too deep"),
             "unknown task": (
                 post({"items": [{"task": TASK, "code": ref}, {"task": "nope", "code": ref}]}),
                 422,

@@ -134,6 +134,11 @@ def test_a_bad_request_verifies_and_writes_nothing(tmp_path, tasks, ref):
             r.verify([(TASK, ref), ("no_such_task", ref)])
         with pytest.raises(RewardError, match="exactly one of code, completion"):
             r.verify([Item(TASK, code=ref, completion=ref)])
+        # a lone surrogate would poison the lake writer for every later row
+        with pytest.raises(RewardError, match="not valid Unicode"):
+            r.verify([Item(TASK, code=ref + "// \ud800")])
+        with pytest.raises(RewardError, match="rl_run must be text"):
+            r.verify([(TASK, ref)], rl_run="\udfff")
         assert r.counts.get("verified", 0) == 0
     c = counts(lake)
     assert (c["candidates"], c["verdicts"], c["rewards"]) == (0, 0, 0)
