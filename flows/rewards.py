@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from generators.extract import answer_code, entry_name, extract_code
-from verifiers.base import Verifier
+from verifiers.base import Verifier, infra_verdict
 from verifiers.catalog import TaskSpecError, load_catalog, load_task
 from verifiers.contract import Candidate, Limits, Task, Verdict, content_id, utc_now
 from verifiers.datadirs import data_dir
@@ -473,7 +473,15 @@ class Rewarder:
             limits = self.limits_for(job.task.domain)
             verdicts = []
             for attempt in range(self.infra_retries + 1):
-                v = verifier.verify_many([(job.task, job.code)], limits)[0]
+                try:
+                    v = verifier.verify_many([(job.task, job.code)], limits)[0]
+                except Exception as e:  # the verifier's own fault: infra, never the candidate's
+                    log.exception("the %s verifier failed on %s", job.task.domain, job.key[0])
+                    why = f"{type(e).__name__}: {e}"
+                    cid, name, version = job.key
+                    v = infra_verdict(
+                        job.task, cid, name, version, "verifier_crashed", "verify", why
+                    )
                 verdicts.append(v)
                 if not v.status.is_infra:
                     break

@@ -229,6 +229,10 @@ CODES: dict[str, tuple[str, str]] = {
         INFRA,
         "the Ray node verifying it was lost and no node offering its resource came back",
     ),
+    "verifier_crashed": (
+        INFRA,
+        "the verifier itself raised (a bug in Crucible, not the candidate): no reward, retried",
+    ),
     "worker_died": (
         INFRA,
         "the verifier worker holding it died (a crash, the OOM killer, a kill from outside) "

@@ -205,3 +205,18 @@ def test_tasks_from_a_task_directory_and_a_lake(tmp_path, tasks, ref):
     with Rewarder(one, lake=lake) as r:
         r.verify([(TASK, ref)])
     assert [t.name for t in Tasks.from_lake(lake)] == [TASK]
+
+
+def test_a_verifier_that_raises_is_infra_error_not_a_failed_request(tmp_path, tasks, ref):
+    """A bug in Crucible's own verifier (stood in by a verify_many that raises) is no
+    judgement of the candidate: infra_error `verifier_crashed`, no reward, the call returns."""
+    with Rewarder(tasks, lake=tmp_path / "lake", infra_retries=1) as r:
+        v = r.verifier_for("rtl")
+
+        def broken(items, limits=None):
+            raise RuntimeError("bug")
+
+        v.verify_many = broken
+        got = r.verify([(TASK, ref)])[0]
+        assert (got.status, got.error_code, got.reward) == ("infra_error", "verifier_crashed", None)
+        assert "RuntimeError: bug" in got.feedback and r.counts["infra_final"] == 1
