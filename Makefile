@@ -31,21 +31,26 @@ toolchains:
 	@bash infra/install-toolchains.sh all
 
 # pyproject.toml says what may co-install; constraints.txt is the exact set measured
-# together, so every machine gets today's versions. Editing either re-installs.
-$(STAMP): pyproject.toml constraints.txt setup.py
+# together, so every machine gets today's versions. Editing either re-installs. verl's
+# reward path goes in after, without its declared dependencies (infra/verl-requirements.txt
+# says why).
+$(STAMP): pyproject.toml constraints.txt setup.py infra/verl-requirements.txt
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	@# the distribution was named `crucible` before 0.1.0 became `crucible-data` (PyPI's
 	@# `crucible` is another project): an old editable install of that name goes first
 	@$(BIN)/python -m pip uninstall -q -y crucible 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e '.[all]' -c constraints.txt
+	$(BIN)/python -m pip install -q --no-deps -r infra/verl-requirements.txt
 	@touch $(STAMP)
 
 # After adding or upgrading a dependency in the venv: record the set it now holds (local
 # version labels such as torch's `+cpu` dropped, so an index without them resolves it).
+# verl's --no-deps set is pinned in its own file and left out here.
 constraints:
 	@{ echo "# Exact versions measured together (make constraints); pyproject.toml has the ranges."; \
 	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -v -e '^pip==' -e '^crucible-data==' | \
+	  grep -v -i -F "$$(sed -n -E 's/^([A-Za-z0-9._-]+==).*/\1/p' infra/verl-requirements.txt)" | \
 	  sed -E 's/\+[A-Za-z0-9.]+$$//'; } > constraints.txt
 
 lint: install

@@ -188,9 +188,12 @@ def test_ranges_admit_the_constrained_versions():
 
 def test_make_reinstalls_when_constraints_change():
     """`make -n -W FILE` shows what make would run were FILE just edited."""
-    for changed in ("constraints.txt", "pyproject.toml", "setup.py"):
+    verl = "pip install -q --no-deps -r infra/verl-requirements.txt"
+    for changed in ("constraints.txt", "pyproject.toml", "setup.py", "infra/verl-requirements.txt"):
         plan = _run(["make", "-n", "-W", changed, ".venv/.installed-stamp"], cwd=ROOT).stdout
         assert "pip install -q -e '.[all]' -c constraints.txt" in plan, (changed, plan)
+        # verl's set goes in after the main one, which resolves without it
+        assert plan.index(verl) > plan.index("-c constraints.txt"), (changed, plan)
 
 
 def test_every_imported_distribution_is_declared():
