@@ -14,6 +14,7 @@ import pytest
 from flows.rewards import Rewarder, Tasks
 from flows.rl import trl_reward, verl_batch_compute_score, verl_compute_score
 from tests.flows.lakeq import q
+from tests.flows.tiny_lm import tiny_grpo_trainer, tiny_tokenizer
 
 RTL = "adder8"
 INFRA = "ascendc/abs"  # needs CANN's bisheng, absent here: a real infra_error
@@ -36,26 +37,7 @@ def rewarder(lake):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    """Byte-level BPE: any text round-trips. Its merges come from prose only, so eight
-    random tokens of the policy are never Verilog."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320,
-        special_tokens=["<pad>", "<eos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    bpe.train_from_iterator(["Write the module adder8.", "Here is the module."], trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>")
-    tok.chat_template = (
-        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}assistant: {% endif %}"
-    )
-    return tok
+    return tiny_tokenizer()
 
 
 class Recorded:
@@ -135,49 +117,13 @@ def test_trl_reward_reads_conversational_completions(rewarder, lake):
 def test_trl_grpo_trainer_step_calls_the_reward(rewarder, lake, tokenizer, tmp_path):
     """One GRPO step on CPU: TRL generates from a random tiny Llama, calls our function
     with its completions, and logs the mean reward under the function's name."""
-    import torch
     from datasets import Dataset
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from trl import GRPOConfig, GRPOTrainer
 
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            bos_token_id=None,
-        )
-    )
     prompt = [{"role": "user", "content": "Write the module adder8."}]
     data = Dataset.from_dict({"prompt": [prompt, prompt], "task": [RTL, RTL]})
     source = Recorded(rewarder)
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "grpo"),
-        max_steps=1,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=8,
-        report_to=[],
-        use_cpu=True,
-        bf16=False,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=[trl_reward(source, rl_run="grpo-test")],
-        args=args,
-        train_dataset=data,
-        processing_class=tokenizer,
-    )
+    reward = trl_reward(source, rl_run="grpo-test")
+    trainer = tiny_grpo_trainer(tokenizer, [reward], data, tmp_path / "grpo")
     trainer.train()
 
     assert len(source.calls) == 1
