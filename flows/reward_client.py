@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from flows.rewards import Item, Result, RewardError
+from generators.openai import retry_after_s
 
 RETRIED = (429, 503, 504)
 
@@ -73,7 +74,8 @@ class RewardClient:
                 return [Result(**r) for r in resp.json()["results"]]
             message = _message(resp)
             if resp.status_code in RETRIED:
-                wait = _retry_after(resp.headers.get("retry-after"))
+                # no (or a zero) Retry-After: a second, not a busy loop
+                wait = retry_after_s(resp.headers.get("retry-after")) or 1.0
                 if time.monotonic() + wait < give_up:
                     self.waits += 1
                     time.sleep(wait)
@@ -125,10 +127,3 @@ def _message(resp: httpx.Response) -> str:
         return str(resp.json().get("error", resp.text[:300]))
     except ValueError:
         return resp.text[:300]
-
-
-def _retry_after(value: str | None) -> float:
-    try:
-        return min(60.0, max(0.1, float(value))) if value else 1.0
-    except ValueError:
-        return 1.0
