@@ -239,3 +239,21 @@ def test_a_compiler_the_sandbox_cannot_find_is_the_machines_not_the_candidates(t
     assert err.value.code == "tool_missing"
     cxx = build.Builder(Limits(), tmp_path / "cache")._env()["CXX"]
     assert cxx.startswith("/usr/") and "++" in cxx  # the system's, which the sandbox binds
+
+
+def test_the_hosts_cc_is_never_nvccs_host_compiler(tmp_path, monkeypatch):
+    """On the H100 the image's CC=/opt/gcc/bin/gcc reached build.ninja as nvcc's `-ccbin`
+    (torch writes CC there), outside the sandbox: every CUDA unit failed with "Failed to
+    preprocess host compiler properties" and was labelled compile_error. The writer gets
+    the builder's CC, one the sandbox runs, never the host's."""
+    monkeypatch.setenv("CC", "/opt/gcc/bin/gcc")
+    b = build.Builder(Limits(), tmp_path / "cache", pch=False, timeout_s=30)
+    spec = build.normalize(
+        {"name": "ext_cc", "cpp_sources": "int f();", "cuda_sources": "__global__ void k() {}"}
+    )
+    out = tmp_path / "b" / "build"
+    build.write_build_files(spec, out, b._env())
+    ninja = (out / "build.ninja").read_text()
+    assert "/opt/gcc" not in ninja
+    ccbin = b._env().get("CC")
+    assert ccbin is None or (ccbin.startswith("/usr/") and f"-ccbin {ccbin}" in ninja)

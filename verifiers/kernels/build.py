@@ -397,7 +397,9 @@ def write_build_files(spec: dict, build_dir: Path, env: dict[str, str]) -> None:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, **env},
+        # the host's CC never reaches build.ninja (torch writes it as nvcc's -ccbin): only
+        # the builder's, a compiler the sandbox can run
+        env={**{k: v for k, v in os.environ.items() if k != "CC"}, **env},
         cwd=str(Path(__file__).resolve().parents[2]),
     )
     if res.returncode != 0 or not (build_dir / "build.ninja").exists():
@@ -521,10 +523,14 @@ class Builder:
         nvcc = find_nvcc()
         env = {"TORCH_CUDA_ARCH_LIST": ARCH_LIST, "MAX_JOBS": "1"}
         # the C++ compiler the sandbox uid can run: a GPU image's own CXX (/opt/gcc on the
-        # H200) is outside the sandbox, and torch writes CXX into build.ninja
-        cxx = build_tool(("c++", "g++"))
-        if cxx:
-            env["CXX"] = cxx
+        # H200) is outside the sandbox, and torch writes CXX into build.ninja; it also
+        # writes CC as nvcc's `-ccbin` (seen on the H100: every CUDA unit failed "Failed to
+        # preprocess host compiler properties"), so CC is ours too, or unset (no -ccbin:
+        # nvcc's own default host compiler; `write_build_files` drops the host's CC)
+        for var, names in (("CXX", ("c++", "g++")), ("CC", ("gcc", "cc"))):
+            tool = build_tool(names)
+            if tool:
+                env[var] = tool
         if nvcc:
             env["CUDA_HOME"] = str(Path(nvcc).parent.parent)
             env["PATH"] = f"{Path(nvcc).parent}:{SANDBOX_PATH}"

@@ -159,7 +159,9 @@ class KernelVerifier(Verifier):
     # task without [harness.small] gets its tail trial at its sizes made ragged
     # 4: timing stops adaptively (the median's interval within 2%, 10-100 runs); a CPU node
     # compiles an extension's C++ unit too (a broken cpp_sources passed compile before)
-    version = "4"
+    # 5: a node whose CC is outside the sandbox (a GPU image's /opt/gcc) no longer gives
+    # every CUDA extension compile_error (torch wrote that CC as nvcc's -ccbin)
+    version = "5"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
