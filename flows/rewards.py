@@ -451,7 +451,7 @@ class Rewarder:
                 self._inflight[j.key] = j.future
                 futures[i] = j.future
                 self._pool(j.task.domain).submit(self._run, j)
-        self.count("cached", len(cached))
+        self.count("cached", sum(j.key in cached for j in jobs))  # items, as reward rows count
         return [f for f in futures if f is not None], cached
 
     def _pool(self, domain: str) -> concurrent.futures.ThreadPoolExecutor:
