@@ -171,7 +171,9 @@ def test_no_query_opens_a_shell_that_reads_statements_from_stdin(lake) -> None:
     rows = table_rows(res.output)
     assert ["gate", "ok"] in rows and ["simulate", "false"] in rows
     assert ["a", "a_1"] in rows and ["answer"] in rows and ["42"] in rows
-    tables = res.output.splitlines()[0].split()
+    # `.tables` prints the names first, wrapped at the terminal's width: up to the first table
+    listing = res.output.split("┏", 1)[0]
+    tables = listing.split()
     assert {"tasks", "checks", "metrics", "latest_verdicts", "raw_verdicts"} <= set(tables)
     res = sql(lake, stdin="SELECT nope;\nSELECT 7 AS seven;\n.quit\nSELECT 8 AS eight;\n")
     assert res.exit_code == 1  # a failed statement, reported, the rest still ran
