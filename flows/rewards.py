@@ -232,7 +232,7 @@ class Rewarder:
       None (nothing kept, nothing answered from a lake).
     - `reward`: the `RewardConfig` (or its dict); recorded with every reward.
     - `limits`: one `Limits` for every domain, or a mapping domain -> `Limits`.
-    - `settings`: verifier settings per domain (`{"cad": {"workers": 4}}`).
+    - `settings`: verifier settings per domain (`{"<domain>": {"workers": 4}}`).
     - `infra_retries`: how many times an `infra_error` is verified again.
     """
 

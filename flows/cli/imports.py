@@ -1,6 +1,5 @@
-"""Benchmarks imported as catalog tasks: VerilogEval (RTL), KernelBench (CUDA, Triton),
-SuperCoder (x86asm), NPUKernelBench; each through the importer its domain's descriptor
-names."""
+"""Benchmarks imported as catalog tasks (VerilogEval, KernelBench, SuperCoder,
+NPUKernelBench), each through the importer its domain's descriptor names."""
 
 from __future__ import annotations
 
