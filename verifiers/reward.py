@@ -42,7 +42,10 @@ class RewardConfig:
     - `format_error`: no code, or no entry point, in the answer.
     - `speedup_weight`, `speedup_bar`, `speedup_cap`: a pass with a measured `speedup`
       earns `speedup_weight * min(log2(speedup / speedup_bar), speedup_cap)` more when it
-      beats the bar; nothing is taken away below it (that is `slow`'s job).
+      beats the bar; nothing is taken away below it (that is `slow`'s job), and a speedup
+      the verifier flags as implausible (`implausible_speedup` in its metrics) earns none:
+      a policy would otherwise learn to hunt the flag. The bonus is only as sound as the
+      verifier's timing, so it is off by default.
     """
 
     passed: float = 1.0
@@ -125,7 +128,9 @@ def stages_cleared(verdict: Verdict) -> list[str]:
 def speedup_bonus(verdict: Verdict, config: RewardConfig) -> float:
     if not config.speedup_weight:
         return 0.0
-    value = verdict.metrics.get("speedup") if isinstance(verdict.metrics, Mapping) else None
+    if not isinstance(verdict.metrics, Mapping) or verdict.metrics.get("implausible_speedup"):
+        return 0.0  # a speedup the verifier itself flags (e.g. past 50x) earns nothing more
+    value = verdict.metrics.get("speedup")
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         return 0.0
     if not math.isfinite(value):

@@ -59,6 +59,8 @@ def test_speedup_bonus_over_the_bar_capped_and_never_below_it():
     for junk in (math.nan, math.inf, -3.0, "fast", True):
         assert reward_of(verdict("pass", speedup=junk), c) == 1.0
     assert reward_of(verdict("pass", speedup=4.0), RewardConfig()) == 1.0  # off by default
+    # a pass whose speedup the verifier flagged (kernels: past 50x) gets no bonus for it
+    assert reward_of(verdict("pass", speedup=64.0, implausible_speedup=True), c) == 1.0
 
 
 def test_bad_configs_are_refused_with_the_field_named():
