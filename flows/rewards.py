@@ -198,7 +198,7 @@ class Result:
     reward_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"metrics": dict(self.metrics)}
+        return dataclasses.asdict(self)
 
 
 def is_unicode(text: str) -> bool:
@@ -256,6 +256,7 @@ class Rewarder:
         else:
             self.tasks = Tasks(tasks)
         self.reward = reward if isinstance(reward, RewardConfig) else RewardConfig.from_dict(reward)
+        self._reward_dict, self._reward_id = self.reward.to_dict(), self.reward.config_id
         self._limits = limits
         self._settings = dict(settings or {})
         if infra_retries < 0:
@@ -310,7 +311,7 @@ class Rewarder:
         jobs = [self._job(self._item(it), rl_run, generator) for it in items]
         if not jobs:
             return []
-        futures, cached = self._submit([j for j, _ in jobs])
+        futures = self._submit([j for j, _ in jobs])
         out = []
         deadline = None if timeout_s is None else t0 + timeout_s
         for (job, item), fut in zip(jobs, futures, strict=True):
@@ -322,9 +323,8 @@ class Rewarder:
                     f"verification took over {timeout_s} s; it goes on and is recorded: "
                     "ask again to be answered from it"
                 ) from None
-            was_cached = was_cached or job.key in cached
             out.append(self._result(job, item, verdict, was_cached, time.perf_counter() - t0))
-        self._record_rewards(out, [j for j, _ in jobs], [i for _, i in jobs], rl_run, step, client)
+        self._record_rewards(out, [i for _, i in jobs], rl_run, step, client)
         return out
 
     def rewards(self, items: Sequence[Item | tuple[str, str]], **tags: Any) -> list[float | None]:
@@ -410,9 +410,7 @@ class Rewarder:
         )
         return _Job(task, code, candidate, key, concurrent.futures.Future()), item
 
-    def _submit(
-        self, jobs: list[_Job]
-    ) -> tuple[list[concurrent.futures.Future[tuple[Verdict, bool]]], set[Key]]:
+    def _submit(self, jobs: list[_Job]) -> list[concurrent.futures.Future[tuple[Verdict, bool]]]:
         """Each job's future: a judged verdict (memo, then the lake), one already under way
         for another caller, or a new verification."""
         futures: list[concurrent.futures.Future[tuple[Verdict, bool]] | None] = [None] * len(jobs)
@@ -454,7 +452,7 @@ class Rewarder:
                 futures[i] = j.future
                 self._pool(j.task.domain).submit(self._run, j)
         self.count("cached", sum(j.key in cached for j in jobs))  # items, as reward rows count
-        return [f for f in futures if f is not None], cached
+        return [f for f in futures if f is not None]
 
     def _pool(self, domain: str) -> concurrent.futures.ThreadPoolExecutor:
         """The domain's verification threads: as many as its verifier has workers (more
@@ -535,7 +533,6 @@ class Rewarder:
     def _record_rewards(
         self,
         results: list[Result],
-        jobs: list[_Job],
         items: list[Item],
         rl_run: str,
         step: int | None,
@@ -544,7 +541,7 @@ class Rewarder:
         from lake.schema import Reward
 
         rows = []
-        for k, (r, job, item) in enumerate(zip(results, jobs, items, strict=True)):
+        for k, (r, item) in enumerate(zip(results, items, strict=True)):
             row = Reward(
                 candidate_id=r.candidate_id,
                 verdict_id=r.verdict_id,
@@ -552,8 +549,8 @@ class Rewarder:
                 domain=r.domain,
                 status=r.status,
                 reward=r.reward,
-                reward_config=self.reward.to_dict(),
-                reward_config_id=self.reward.config_id,
+                reward_config=self._reward_dict,
+                reward_config_id=self._reward_id,
                 rl_run=rl_run,
                 step=step,
                 sample=item.sample,
@@ -563,7 +560,7 @@ class Rewarder:
                 run_id=self.run_id,
             )
             results[k] = dataclasses.replace(r, reward_id=row.reward_id)
-            rows.append((row, job))
+            rows.append(row)
         self.count("rewards", len(rows))
         if self._recorder is not None:
             self._recorder.rewards(rows)
@@ -663,11 +660,11 @@ class _Recorder:
             for v in verdicts:
                 self.writer.add_verdict(v)
 
-    def rewards(self, rows: list[tuple[Any, _Job]]) -> None:
+    def rewards(self, rows: list[Any]) -> None:
+        """Reward rows only: each one's candidate, task and verdict were written with the
+        verdict (`verdicts`), or were in the lake it was answered from."""
         with self._wlock:
-            for row, job in rows:
-                self._task(job.task)
-                self.writer.add_candidate(job.candidate, job.task.domain)
+            for row in rows:
                 self.writer.add_reward(row)
 
     def _task(self, task: Task) -> None:
