@@ -12,18 +12,12 @@ Usage: python bench/demo_rewards.py [--out bench/results/rewards_demo.txt]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
-import os
 import secrets
-import shlex
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,46 +34,27 @@ def main() -> None:
         print(text, flush=True)
         out.write(text + "\n")
 
+    from bench.bench_rewards import Service
+
     with tempfile.TemporaryDirectory(prefix="crucible-demo-") as tmp:
         lake = Path(tmp) / "lake"
         token = secrets.token_urlsafe(24)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        url = f"http://127.0.0.1:{port}"
-        cmd = [str(Path(sys.executable).with_name("crucible")), "reward-server", "--lake",
-               str(lake), "--port", str(port), "--domain", "rtl"]  # fmt: skip
-        say(f"$ CRUCIBLE_REWARD_TOKEN=... {shlex.join(cmd[1:])}")
-        env = {**os.environ, "CRUCIBLE_REWARD_TOKEN": token}
-        server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, env=env)  # fmt: skip
+        service = Service(lake, token, False)  # `crucible reward-server`, up and answering
+        say(
+            f"$ CRUCIBLE_REWARD_TOKEN=... crucible reward-server --lake {lake} "
+            f"--port {service.port} --domain rtl"
+        )
         try:
-            _wait_up(url, server)
-            _curl(say, url, token)
-            _trl(say, url, token, Path(tmp))
+            _curl(say, service.url, token)
+            _trl(say, service.url, token, Path(tmp))
         finally:
-            server.send_signal(signal.SIGTERM)
-            log, _ = server.communicate(timeout=120)
-        say(log.replace(token, "<token>").rstrip())
-        say(f"(exit {server.returncode})")
+            code = service.stop()
+        say(service.log.read_text().replace(token, "<token>").rstrip())
+        say(f"(exit {code})")
         _lake(say, lake)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(out.getvalue())
     print(f"wrote {args.out}")
-
-
-def _wait_up(url: str, server: subprocess.Popen) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the service exited: {server.stdout.read()}")
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise SystemExit("the service did not answer in 120 s")
 
 
 def _curl(say, url: str, token: str) -> None:
