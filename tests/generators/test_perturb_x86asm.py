@@ -28,6 +28,7 @@ from generators.perturb.x86asm import (
     wrong_scale,
 )
 from tests.adversarial.x86asm.verifiers import needs_x86
+from verifiers import domain as domain_registry
 from verifiers.catalog import load_task
 from verifiers.contract import Status
 from verifiers.taxonomy import API, FUNCTIONAL, SYNTAX
@@ -198,5 +199,8 @@ def test_surviving_edits_are_equivalent_as_far_as_many_more_inputs_tell(judged):
             t.pop("task_id")
             t["harness"] = {**t["harness"], "random_cases": 800}
             heavy[name] = Task.from_dict(t)
-        v = verifier.verify(heavy[name], c.code, Limits(output_bytes=8 * 2**20))
+        # the functional gates only: the question is what 800 more inputs show, and the perf
+        # gate's wall-time label moves with the machine's load (seen `slow` in a busy run)
+        functional = domain_registry.get("x86asm").fast_gates
+        v = verifier.verify(heavy[name], c.code, Limits(output_bytes=8 * 2**20, gates=functional))
         assert v.passed, (name, c.generator, v.code, v.feedback[:400])
