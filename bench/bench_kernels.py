@@ -257,6 +257,12 @@ def main() -> int:
         "tail_mask_dropped,grid_past_limit with --perturb-tasks 32: every task's)",
     )
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument(
+        "--two-gpu-jobs",
+        action="store_true",
+        help="a second job for each candidate's trials (KernelSettings.one_gpu_job false): "
+        "the path before one job per candidate, for a side-by-side run",
+    )
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
@@ -307,11 +313,14 @@ def main() -> int:
         print("task error:", e)
     dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     print(f"device: {dev}; torch {torch.__version__}; {len(tasks)} tasks", flush=True)
+    one = not args.two_gpu_jobs
     verifiers = {
-        "cuda": CudaVerifier(cache_dir=cache, workers=args.workers),
-        "triton": TritonVerifier(cache_dir=cache, workers=args.workers),
+        "cuda": CudaVerifier(cache_dir=cache, workers=args.workers, one_gpu_job=one),
+        "triton": TritonVerifier(cache_dir=cache, workers=args.workers, one_gpu_job=one),
     }
+    workers = {d: v.pool(limits).size for d, v in verifiers.items()}
     results: dict = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
+    results.update(one_gpu_job=one, workers=workers, cores=os.cpu_count())
 
     def save() -> None:
         save_json(results, args.out)

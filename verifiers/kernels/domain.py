@@ -42,6 +42,12 @@ class KernelSettings(VerifierSettings):
         "estimate, 10 to 100)",
     )
 
+    one_gpu_job: bool = setting(
+        True,
+        "on a GPU, a candidate's compile gate job goes on into its correctness trials and "
+        "timed runs: one process, one CUDA context, one load (and Triton JIT) for every "
+        "gate; false: a second job for the trials, as before",
+    )
     pch: bool = setting(
         True,
         "compile the C++ unit of load_inline extensions on a precompiled torch/extension.h "

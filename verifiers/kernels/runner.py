@@ -771,6 +771,11 @@ def check_kernels(mod, names: list[str]) -> None:
 STEP_MARK = b"@step "  # a line on the child's result pipe: the step it starts now
 
 
+def _refused(launch: Any) -> bool:
+    """Whether the launch dry run refused a launch or its arguments."""
+    return isinstance(launch, dict) and bool(launch.get("violation") or launch.get("arg_error"))
+
+
 class Runner:
     def __init__(self, share=None, progress_fd: int = -1) -> None:
         self.state: dict[str, Any] = {}
@@ -785,6 +790,8 @@ class Runner:
         step = "setup"
         try:
             for step in job["steps"]:
+                if step in ("outputs", "time") and _refused(result.get("launch")):
+                    break  # the launch gate fails it: no trial runs an over-limit launch
                 if self.progress_fd >= 0:
                     os.write(self.progress_fd, STEP_MARK + step.encode()[:32] + b"\n")
                 t0 = time.perf_counter()
@@ -1126,13 +1133,18 @@ def _died(status: int, step: str, rss_kb: int = 0) -> dict:
 def job_env(job: dict, session: Path | None) -> dict[str, str]:
     """The private caches of one verification, made under its session dir: Triton's,
     and torch extensions' keyed by the candidate's content, so two candidates that pass
-    the same `load_inline(name=...)` never share a build, whatever worker runs them."""
+    the same `load_inline(name=...)` never share a build, whatever worker runs them. On a
+    GPU, Triton's starts with the driver module the host built (`tritondriver`)."""
     if session is None:
         return {}
     code = str(job.get("code", "")).encode("utf-8", "surrogatepass")
     ext = session / "torch_extensions" / hashlib.sha256(code).hexdigest()[:24]
     for d in (session / "triton", ext):
         d.mkdir(parents=True, exist_ok=True)
+    if job.get("device") == "cuda":  # Triton's driver module, as the host built it
+        from verifiers.kernels import tritondriver
+
+        tritondriver.seed_cache(session / "triton")
     return {
         "TRITON_CACHE_DIR": str(session / "triton"),
         "TORCH_EXTENSIONS_DIR": str(ext),

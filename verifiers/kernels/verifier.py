@@ -396,10 +396,13 @@ class KernelVerifier(Verifier):
         # kernels (outside the timing lock): at the timing shapes, or the small ones when
         # the dry run found an over-limit launch
         gpu = self.device == "cuda"
-        steps = ["load", "launch", "warm"] if gpu else ["load", "launch"]
-        admit = self._admit(ctx, self._cost(ctx.task)) if gpu else contextlib.nullcontext()
-        with self.pool(ctx.limits).gpu.shared(), admit:
-            res = self._job(ctx, steps, self._build_timeout(ctx))
+        if gpu and self._one_job(ctx):
+            res = self._compile_and_run(ctx)
+        else:
+            steps = ["load", "launch", "warm"] if gpu else ["load", "launch"]
+            admit = self._admit(ctx, self._cost(ctx.task)) if gpu else contextlib.nullcontext()
+            with self.pool(ctx.limits).gpu.shared(), admit:
+                res = self._job(ctx, steps, self._build_timeout(ctx))
         ctx.state["prepare"] = res
         if not res["ok"] and res["step"] in ("setup", "load"):
             self._fail_from(ctx, res)
@@ -474,6 +477,24 @@ class KernelVerifier(Verifier):
         self._need_gpu(ctx, "correct")
         if ctx.state.get("run_error"):  # the warm-up forward already failed at run time
             self._fail_from(ctx, ctx.state["run_error"])
+        ran = ctx.state.get("ran")
+        if ran is not None:  # the trials ran in the compile gate's job (`_one_job`)
+            if ran.get("failure") is not None:
+                raise ran["failure"]
+            return self._judge_trials(ctx, ran["checker"], ran["res"])
+        trials = self._trials(ctx)
+        if self.device == "cuda":
+            return self._correct_on_gpu(ctx, trials)
+        # the interpreter is slow: a longer deadline on the CPU
+        timeout = ctx.limits.timeout_s * 6
+        with self.pool(ctx.limits).gpu.shared():
+            res = self._job(ctx, ["load", "outputs"], timeout, trials=trials)
+            if not res["ok"]:
+                self._fail_from(ctx, res)
+            return self._compare(ctx, trials, res)
+
+    def _trials(self, ctx: Context) -> list[dict]:
+        """The correctness trials' seeds and sizes, fresh for each verification."""
         h = ctx.task.harness
         small_only = self.device == "cpu"
         trials = [
@@ -489,29 +510,74 @@ class KernelVerifier(Verifier):
             trials.append({"seed": seed, "small": small_only, "shift": float(h["shift"])})
         ctx.metrics["trial_seeds"] = [t["seed"] for t in trials]
         if self.device == "cuda":
-            return self._correct_on_gpu(ctx, trials)
-        # the interpreter is slow: a longer deadline on the CPU
-        timeout = ctx.limits.timeout_s * 6
-        with self.pool(ctx.limits).gpu.shared():
-            res = self._job(ctx, ["load", "outputs"], timeout, trials=trials)
-            if not res["ok"]:
-                self._fail_from(ctx, res)
-            return self._compare(ctx, trials, res)
+            cost = self._cost(ctx.task)
+            for t in trials:  # sized so the allocator's next blocks can be poisoned
+                t["out_bytes"] = cost["small_out" if t["small"] else "out"]
+        return trials
+
+    def _trials_timeout(self, ctx: Context, trials: list[dict]) -> float:
+        """The trials' step limit: it scales with what the reference itself costs."""
+        cost = self._cost(ctx.task)
+        return max(ctx.limits.timeout_s * 3, 30.0 + len(trials) * 20.0 * cost["seconds"])
+
+    def _one_job(self, ctx: Context) -> bool:
+        """On a GPU, whether the compile gate's job goes on into the trials (and the timed
+        runs): one process, one CUDA context and one load (one JIT) of the candidate
+        for every gate, instead of a second job for the trials."""
+        return (
+            self.settings.one_gpu_job
+            and "correct" in self._wanted(ctx.limits)
+            and not ctx.state.get("skip_runner")
+        )
+
+    def _compile_and_run(self, ctx: Context) -> dict:
+        """The compile gate's job on a GPU when it also runs the trials (`_one_job`):
+        load, launch dry run, warm-up forward, then the trials (and the timed runs) as
+        `_correct_on_gpu` runs them. The runner stops before the trials when the dry run
+        refused a launch. Each later gate judges what this job left (`ctx.state["ran"]`,
+        `["timed"]`); a job cut short (its deadline, a died runner) is the compile gate's
+        when no trial was handed over yet, else the trials' gate's."""
+        trials = self._trials(ctx)
+        checker = _SharedTrials(self, ctx, trials)
+        timeout = self._build_timeout(ctx) + self._trials_timeout(ctx, trials)
+        steps = ["load", "launch", "warm"]
+        cost = self._cost(ctx.task)
+        ran: dict[str, Any] = {"checker": checker}
+        try:
+            if "timing" in self._wanted(ctx.limits):
+                res = self._correct_and_time(ctx, checker, cost, timeout, steps)
+            else:
+                with self.pool(ctx.limits).gpu.shared(), self._admit(ctx, cost):
+                    steps.append("outputs")
+                    res = self._job(ctx, steps, timeout, trials=trials, on_share=checker)
+        except GateFail as f:
+            if checker.done == 0 and checker.failure is None:
+                raise  # nothing reached the trials: load, the dry run or the warm-up
+            ran["failure"] = f
+            ctx.state["ran"] = ran
+            why = "the job was cut short after its trials began (no refused launch)"
+            return {"ok": True, "seconds": {}, "launch": {"checked": False, "why": why}}
+        ran["res"] = res
+        ctx.state["ran"] = ran
+        return res
 
     def _correct_on_gpu(self, ctx: Context, trials: list[dict]) -> str:
         """The trials run one at a time in the runner; each hands its inputs and outputs
         over as GPU memory (`devshare`), compared here on the GPU before the next runs."""
         cost = self._cost(ctx.task)
-        for t in trials:  # sized so the allocator's next blocks can be poisoned
-            t["out_bytes"] = cost["small_out" if t["small"] else "out"]
         checker = _SharedTrials(self, ctx, trials)
-        # the step limit scales with what the reference itself costs at these sizes
-        timeout = max(ctx.limits.timeout_s * 3, 30.0 + len(trials) * 20.0 * cost["seconds"])
+        timeout = self._trials_timeout(ctx, trials)
         if "timing" in self._wanted(ctx.limits):
             res = self._correct_and_time(ctx, checker, cost, timeout)
         else:
             with self.pool(ctx.limits).gpu.shared(), self._admit(ctx, cost):
                 res = self._job(ctx, ["load", "outputs"], timeout, trials=trials, on_share=checker)
+        return self._judge_trials(ctx, checker, res)
+
+    def _judge_trials(self, ctx: Context, checker: _SharedTrials, res: dict) -> str:
+        """The correctness verdict of a job's trials, compared here as they were handed
+        over (`_SharedTrials`)."""
+        trials = checker.trials
         checker.raise_failure()
         if not res["ok"] and not (res["step"] == "time" and checker.passed()):
             self._fail_from(ctx, res)
@@ -528,12 +594,18 @@ class KernelVerifier(Verifier):
         )
 
     def _correct_and_time(
-        self, ctx: Context, checker: _SharedTrials, cost: dict, timeout: float
+        self,
+        ctx: Context,
+        checker: _SharedTrials,
+        cost: dict,
+        timeout: float,
+        first: Sequence[str] = ("load",),
     ) -> dict:
         """The trials, then the timed runs, in one job (one load of the candidate): the
         GPU shared for the trials, alone only for the timed runs (the runner asks for
         it: `TimingSlot`). What goes wrong once the GPU was granted (every trial passed)
-        is kept for the timing gate (`ctx.state["timed"]`)."""
+        is kept for the timing gate (`ctx.state["timed"]`). `first`: the job's steps
+        before the timed runs (the compile gate's too, `_compile_and_run`)."""
         pool = self.pool(ctx.limits)
         # fresh inputs, and the last timed run's output checked: a timed run is a trial
         seed = int.from_bytes(os.urandom(4), "little")
@@ -541,7 +613,7 @@ class KernelVerifier(Verifier):
         timed = _SharedTrials(self, ctx, [last])
         slot = TimingSlot(pool.gpu, checker.passed)
         timeout += max(ctx.limits.timeout_s * 3, 30.0 + 150.0 * cost["seconds"])
-        steps = ["load", "outputs", "time"]
+        steps = [*first, "outputs", "time"]
         share = _CorrectThenTimed(checker, slot, timed)
         try:
             with pool.gpu.shared(), self._admit(ctx, cost):

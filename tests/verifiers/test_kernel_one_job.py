@@ -1,0 +1,112 @@
+"""One job per candidate on a GPU (`KernelSettings.one_gpu_job`): the compile gate's job
+goes on into the trials and the timed runs.
+
+What CI can run of it: the runner's rule that a launch the dry run refused ends the job
+before any trial (a real sandboxed runner, Triton's interpreter), and the host's rule for
+which gate a job cut short belongs to. The whole path runs on the H200 (`bench/
+bench_kernels.py --one-gpu-job both`: the same statuses as two jobs, side by side).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verifiers.base import Context, GateFail
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.kernels.verifier import TritonVerifier
+from verifiers.sandbox import Sandbox
+
+from .test_kernels import TRITON_RELU
+
+ROOT = Path(__file__).resolve().parents[2]
+OVER_LIMIT = (
+    TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(1)")
+    .replace("[(triton.cdiv(n, BLOCK),)]", "[(1, triton.cdiv(n, BLOCK))]")
+    .replace("BLOCK = 1024", "BLOCK = 256")
+)
+
+
+@pytest.fixture(scope="module")
+def triton_v():
+    v = TritonVerifier(device="cpu", workers=1)
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def relu_t():
+    return load_task(ROOT / "tasks/triton/relu")
+
+
+def _ctx(task, code: str, tmp_path: Path) -> Context:
+    limits = Limits()
+    return Context(task, code, limits, Sandbox(limits), tmp_path)
+
+
+def _run(v: TritonVerifier, ctx: Context, steps: list[str]) -> dict:
+    trials = [{"seed": 7, "small": True}]
+    try:
+        return v._job(ctx, steps, 300.0, trials=trials)
+    finally:
+        v.pool(ctx.limits).release(ctx.state.pop("worker"), dirty=False)
+
+
+def test_a_refused_launch_ends_the_job_before_any_trial(triton_v, relu_t, tmp_path):
+    ctx = _ctx(relu_t, OVER_LIMIT, tmp_path)
+    res = _run(triton_v, ctx, ["load", "launch", "outputs"])
+    assert res["ok"], res.get("error")
+    assert "gridDim.y" in res["launch"]["violation"]["message"]
+    assert "outputs" not in res and "outputs" not in res["seconds"]
+    # the same job with the honest kernel runs its trial
+    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
+    res = _run(triton_v, ctx, ["load", "launch", "outputs"])
+    assert res["ok"] and not res["launch"].get("violation"), res
+    assert len(res["outputs"]) == 1 and "outputs" in res["seconds"]
+
+
+class _Scripted(TritonVerifier):
+    """The host's side only: the GPU job replaced by a script that hands `trials_done`
+    trials over, then is cut short (its deadline). Everything else is the verifier's."""
+
+    def __init__(self, trials_done: int):
+        super().__init__(device="cuda", workers=1)
+        self.trials_done = trials_done
+
+    def _cost(self, task):
+        return {"seconds": 0.01, "bytes": 1, "out": [4], "small_out": [4]}
+
+    def _correct_and_time(self, ctx, checker, cost, timeout, first=("load",)):
+        assert list(first) == ["load", "launch", "warm"]
+        checker.done = self.trials_done
+        raise GateFail(Status.TIMEOUT, "kernel_timeout", "load/launch/warm/outputs/time: 9s")
+
+
+@pytest.mark.parametrize(("done", "gate"), [(0, "compile"), (2, "correct")])
+def test_a_job_cut_short_is_the_gate_it_was_in(relu_t, tmp_path, done, gate):
+    v = _Scripted(done)
+    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
+    ctx.state["gpu_budget"] = 0
+    assert v._one_job(ctx)
+    if gate == "compile":  # nothing was handed over: load, the dry run or the warm-up
+        with pytest.raises(GateFail) as e:
+            v._compile_and_run(ctx)
+        assert e.value.code == "kernel_timeout"
+        assert "ran" not in ctx.state
+        return
+    res = v._compile_and_run(ctx)  # the compile gate passes; its dry run is not known
+    assert res["ok"] and res["launch"]["checked"] is False
+    with pytest.raises(GateFail) as e:
+        v.gate_correct(ctx)
+    assert (e.value.status, e.value.code) == (Status.TIMEOUT, "kernel_timeout")
+
+
+def test_one_job_is_only_for_a_verification_that_wants_the_trials(relu_t, tmp_path):
+    v = _Scripted(0)
+    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
+    assert v._one_job(ctx)
+    ctx.limits = Limits(gates=("parse", "anticheat", "compile", "launch"))
+    assert not v._one_job(ctx)
+    assert not TritonVerifier(device="cuda", one_gpu_job=False)._one_job(_ctx(relu_t, "", tmp_path))
