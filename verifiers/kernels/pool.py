@@ -248,6 +248,15 @@ class KernelWorker(Worker):
             if shim is not None:
                 env["LD_PRELOAD"] = env[launchrec.ENV] = str(shim)
                 ro.append(str(shim.parent))  # its own dir (the sandbox binds dirs)
+        if self.spec.device == "cuda" and not self.spec.aot:
+            # Triton's driver module, built once by the host: each job's cache gets a copy
+            from verifiers.kernels import tritondriver
+            from verifiers.kernels.nvcc import default_cache_dir
+
+            drv = tritondriver.build(default_cache_dir())
+            if drv is not None:
+                env[tritondriver.ENV] = str(drv)
+                ro.append(str(drv))
         if self.spec.device == "cuda" and "TRITON_LIBCUDA_PATH" not in env:
             # Triton finds libcuda with `ldconfig -p`, whose cache a sandbox may not show
             found = libcuda_dir()

@@ -1,0 +1,109 @@
+"""Triton's driver module, built once per node by the host, copied into every job's cache.
+
+On a process's first launch Triton compiles its C driver module (`cuda_utils`, its own
+`driver.c`) with the C compiler into its cache. A job's Triton cache is fresh (private to
+one verification: `runner.job_env`), so every GPU job paid that build again: 0.43 s of
+the child's first launch on the H200 (`bench/probe_triton_start.py`). Its source is
+Triton's, nothing of a candidate's, so the host builds it once per Triton, Python and
+node into a dir of the kernel cache, in a process of its own that runs no candidate code;
+GPU runners get that dir read-only and copy it into each job's fresh cache before the
+job's child starts (`seed_cache`). A candidate may overwrite its own copy, which only its
+own verification reads; never the one the next job gets. Triton finds the module by the
+key it computes from the same source, so nothing else changes; where the build fails (no
+libcuda, no C compiler) the runners build it per job, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ENV = "CRUCIBLE_TRITON_DRIVER"  # the runner's copy source (a dir it reads only)
+_BUILD = """
+from triton.backends.nvidia.driver import CudaUtils
+CudaUtils()
+"""
+
+
+def _source_digest() -> str | None:
+    """Triton's version, its driver.c and this Python's platform: what the module's
+    cache key is computed from (`triton.runtime.build.compile_module_from_src`)."""
+    try:
+        import triton
+        from triton.backends.nvidia import driver
+    except Exception:
+        return None
+    src = Path(driver.__file__).with_name("driver.c")
+    if not src.is_file():
+        return None
+    h = hashlib.sha256(src.read_bytes())
+    h.update(f"{triton.__version__}|{sys.version}|{sys.executable}".encode())
+    return h.hexdigest()[:16]
+
+
+def build(cache_dir: Path | str, timeout_s: float = 180.0) -> Path | None:
+    """The dir holding Triton's built driver module in its cache layout, made once under
+    `cache_dir`; None where it cannot be built here (the runners then build it per job)."""
+    digest = _source_digest()
+    if digest is None:
+        return None
+    out = Path(cache_dir) / "triton-driver" / digest
+    if (out / ".built").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out.parent))
+    try:
+        env = {**os.environ, "TRITON_CACHE_DIR": str(staging / "cache")}
+        env["TRITON_HOME"] = str(staging)
+        done = subprocess.run(
+            [sys.executable, "-c", _BUILD],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        built = list((staging / "cache").rglob("cuda_utils*.so"))
+        if done.returncode != 0 or not built:
+            return None
+        for p in (staging / "cache").rglob("*"):  # what Triton left besides the module
+            if p.is_file() and not p.name.startswith("cuda_utils"):
+                p.unlink()
+        (staging / "cache" / ".built").write_text(digest)
+        for p in [staging / "cache", *(staging / "cache").rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        try:
+            os.replace(staging / "cache", out)  # whole or not at all
+        except OSError:  # another process built it meanwhile
+            if not (out / ".built").is_file():
+                return None
+        return out
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def seed_cache(cache: Path, source: str | None = None) -> int:
+    """Copy the host's built driver module (`ENV`'s dir) into a job's Triton cache; the
+    number of files copied (0 without one). Files the cache already has stay as they are:
+    the same verification's earlier job put them there."""
+    src = Path(source or os.environ.get(ENV, "") or "/nonexistent")
+    if not src.is_dir():
+        return 0
+    n = 0
+    for f in src.rglob("*"):
+        if not f.is_file() or f.name == ".built" or f.is_symlink():
+            continue
+        dst = cache / f.relative_to(src)
+        if dst.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dst)
+        n += 1
+    return n
