@@ -1,13 +1,21 @@
-"""Triton's driver module built once by the host and copied into each job's fresh cache
-(`verifiers.kernels.tritondriver`): what a job gets is the host's, whatever an earlier
-job did to its own copy. The build itself needs libcuda (a GPU node: the H200 bench)."""
+"""What a GPU job's first Triton launch no longer pays in every child: Triton's driver
+module, built once by the host and copied into each job's fresh cache
+(`verifiers.kernels.tritondriver`: what a job gets is the host's, whatever an earlier
+job did to its own copy; the build itself needs libcuda, shown by the H200 bench), and
+Triton's own content hashes, computed once in the warm runner (`runner.prime_triton_keys`)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from verifiers.kernels import runner, tritondriver
 from verifiers.kernels.pool import libcuda_dir
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _built(root: Path) -> Path:
@@ -53,3 +61,34 @@ def test_without_libcuda_nothing_is_built_and_nothing_is_left(tmp_path):
         return
     assert tritondriver.build(tmp_path) is None
     assert not any((tmp_path / "triton-driver").iterdir())
+
+
+FORKED_CHILD_HASHES = """
+import os, sys
+from triton.runtime.cache import triton_key
+from verifiers.kernels.runner import prime_triton_keys
+if sys.argv[1] == "primed":
+    prime_triton_keys()
+pid = os.fork()
+if pid == 0:
+    before = triton_key.cache_info().hits
+    triton_key()
+    os._exit(0 if triton_key.cache_info().hits == before + 1 else 3)
+os._exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.parametrize(("parent", "child_hashes_again"), [("primed", False), ("plain", True)])
+def test_a_job_child_inherits_tritons_own_hashes_from_the_primed_runner(parent, child_hashes_again):
+    """`triton_key()` hashes libtriton (~460 MB) on a process's first compile: a runner
+    primes it once, so no job's child hashes it again (the plain parent shows the check
+    can fail: its child computes it itself)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_CHILD_HASHES, parent],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == (3 if child_hashes_again else 0), done.stderr[-2000:]

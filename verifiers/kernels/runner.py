@@ -1070,7 +1070,8 @@ def prime(device: str, aot: bool = False) -> None:
     dry run), and the imports of Triton and CuPy. Nothing here touches CUDA: children are
     forked from this process, and a CUDA context does not survive a fork (each child
     makes its own). An `aot` runner only compiles Triton (no dry run, no meta tensors):
-    it imports Triton and skips the rest (~1.5 CPU-s a start)."""
+    it imports Triton and skips the rest (~1.5 CPU-s a start). Runners that compile
+    Triton also hash Triton's own files here once (`prime_triton_keys`)."""
     if not aot:
         with torch.device("meta"):
             torch.ones(2).mul(2.0)
@@ -1078,11 +1079,34 @@ def prime(device: str, aot: bool = False) -> None:
         import triton
         import triton.language  # noqa: F401
         from triton.runtime import autotuner, jit  # noqa: F401
+    if device == "cuda" or aot:
+        prime_triton_keys()
     if device == "cuda" and not aot:
         with contextlib.suppress(ImportError):
             import cupy  # noqa: F401
 
         from verifiers.kernels import cudalaunch  # noqa: F401
+
+
+def prime_triton_keys(arch: int = 90) -> None:
+    """Triton's own content hashes, computed once in the warm parent instead of in every
+    job's child: `triton_key()` reads and hashes Triton's sources and libtriton (~460 MB,
+    0.4 s here), and the backend's hash runs `ptxas --version`. Every compile's cache key
+    needs both (a cache hit too). They hash Triton's files, nothing of a candidate's, and
+    are lru-cached: a forked child inherits them. No CUDA is touched."""
+    try:
+        from triton.runtime import cache
+    except ImportError:
+        return
+    for mod in (cache, sys.modules.get("triton.compiler.compiler")):
+        key = getattr(mod, "triton_key", None)
+        if callable(key):
+            with contextlib.suppress(Exception):
+                key()
+    with contextlib.suppress(Exception):
+        from triton.backends.nvidia.compiler import get_ptxas_version
+
+        get_ptxas_version(arch)
 
 
 def _session_dirs(job: dict) -> Path | None:
