@@ -110,3 +110,23 @@ def test_one_job_is_only_for_a_verification_that_wants_the_trials(relu_t, tmp_pa
     ctx.limits = Limits(gates=("parse", "anticheat", "compile", "launch"))
     assert not v._one_job(ctx)
     assert not TritonVerifier(device="cuda", one_gpu_job=False)._one_job(_ctx(relu_t, "", tmp_path))
+
+
+def test_a_job_cut_short_in_its_timed_runs_passes_the_trials_and_fails_timing(relu_t, tmp_path):
+    """The timing slot was granted (every trial passed) when the job was cut short: the
+    trials' gate passes, the timing gate gets the failure (`_correct_and_time`)."""
+
+    class Timed(_Scripted):
+        def _correct_and_time(self, ctx, checker, cost, timeout, first=("load",)):
+            checker.done = len(checker.trials)
+            ctx.state["timed"] = {"failure": GateFail(Status.TIMEOUT, "kernel_timeout", "t")}
+            return {"ok": True}
+
+    v = Timed(0)
+    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
+    res = v._compile_and_run(ctx)
+    assert res["launch"]["checked"] is False
+    assert v.gate_correct(ctx).startswith(f"{len(ctx.state['ran']['checker'].trials)} trials")
+    with pytest.raises(GateFail) as e:
+        v.gate_timing(ctx)
+    assert e.value.code == "kernel_timeout"

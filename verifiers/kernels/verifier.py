@@ -553,12 +553,12 @@ class KernelVerifier(Verifier):
         except GateFail as f:
             if checker.done == 0 and checker.failure is None:
                 raise  # nothing reached the trials: load, the dry run or the warm-up
-            ran["failure"] = f
-            ctx.state["ran"] = ran
-            why = "the job was cut short after its trials began (no refused launch)"
-            return {"ok": True, "seconds": {}, "launch": {"checked": False, "why": why}}
+            ran["failure"], res = f, {"ok": True}
         ran["res"] = res
         ctx.state["ran"] = ran
+        if "launch" not in res:  # cut short after the trials began: its report is lost
+            why = "the job was cut short after its trials began (no launch was refused)"
+            res = {**res, "seconds": {}, "launch": {"checked": False, "why": why}}
         return res
 
     def _correct_on_gpu(self, ctx: Context, trials: list[dict]) -> str:
