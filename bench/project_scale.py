@@ -121,7 +121,7 @@ def main() -> int:
         ceil = f"{g['ceiling_per_s']:.1f}" if g["ceiling_per_s"] else "-"
         excl = f"{g['exclusive_median_s']:.4f}" if g["exclusive_median_s"] else "-"
         say(
-            f"  {d:7} measured {g['measured_per_s']:.3f}/s per H200 ({g['batch']} candidates); "
+            f"  {d:7} measured {g['measured_per_s']:.3f}/s per GPU ({g['batch']} candidates); "
             f"GPU alone {excl} s a timed candidate, {g['share_timed']:.0%} timed: ceiling {ceil}/s"
         )
     result = {"gpu": gpu, "core_rates": core}
