@@ -28,6 +28,7 @@ import argparse
 import collections
 import dataclasses
 import json
+import math
 import os
 import statistics
 import sys
@@ -373,16 +374,45 @@ def main() -> int:
         mine = [it for it in items if it[0].domain == domain]
         if not mine:
             continue
+        # when each candidate's verdict came: one long candidate (a load_inline build)
+        # holds the batch's wall, so the rate at which the first 95 % came is said too
+        done_at: list[float] = []
+        plain = v.verify
+
+        def timed_verify(*a, _plain=plain, _done=done_at, **k):
+            try:
+                return _plain(*a, **k)
+            finally:
+                _done.append(time.perf_counter())
+
+        v.verify = timed_verify
         t0 = time.perf_counter()
-        verdicts = v.verify_many([(t, c) for t, c, _ in mine], limits)
+        try:
+            verdicts = v.verify_many([(t, c) for t, c, _ in mine], limits)
+        finally:
+            del v.verify
         wall = time.perf_counter() - t0
+        done_at = [x - t0 for x in done_at]
         for (t, _c, gen), vd in zip(mine, verdicts, strict=True):
             rows.append(row_of("perturbations", t, gen, vd))
         rate = len(mine) / wall * 60
+        n95 = max(1, math.ceil(0.95 * len(done_at)))
+        p95 = sorted(done_at)[n95 - 1] if done_at else wall
         results.setdefault("throughput", []).append(
-            {"domain": domain, "candidates": len(mine), "wall_s": wall, "per_min": rate}
+            {
+                "domain": domain,
+                "candidates": len(mine),
+                "wall_s": wall,
+                "per_min": rate,
+                "p95_s": p95,
+                "per_min_first_95pct": n95 / p95 * 60 if p95 else 0.0,
+            }
         )
-        print(f"  {domain}: {len(mine)} in {wall:.1f}s = {rate:.1f}/min", flush=True)
+        print(
+            f"  {domain}: {len(mine)} in {wall:.1f}s = {rate:.1f}/min "
+            f"(the first {n95} in {p95:.1f}s = {n95 / p95 * 60 if p95 else 0:.1f}/min)",
+            flush=True,
+        )
         save()
     if args.warm_refs:
         print(f"\n== references again, build caches warm: {len(tasks)}", flush=True)
