@@ -136,6 +136,7 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "nvcc_seconds": vd.metrics.get("nvcc_seconds"),
         # #30: the GPU held alone, how the timing stopped, what the host built
         "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
+        "gpu_admit_wait_s": vd.metrics.get("gpu_admit_wait_s"),
         "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
         "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
         "extension_build": vd.metrics.get("extension_build"),
@@ -440,6 +441,23 @@ def main() -> int:
             f"\nGPU held alone per timed candidate: median {statistics.median(excl):.4f}s, "
             f"max {max(excl):.4f}s over {len(excl)}"
         )
+    for domain in ("cuda", "triton"):  # the drain: jobs that could not start meanwhile
+        waits = [
+            r["gpu_admit_wait_s"]
+            for r in rows
+            if r["phase"] == "perturbations" and r["domain"] == domain
+            if r.get("gpu_admit_wait_s") is not None
+        ]
+        if waits:
+            results.setdefault("gpu_admit_wait_s", {})[domain] = {
+                "sum": sum(waits),
+                "median": statistics.median(waits),
+                "max": max(waits),
+            }
+            print(
+                f"{domain} batch: waited {sum(waits):.1f}s in all before jobs could start "
+                f"(median {statistics.median(waits):.3f}s, max {max(waits):.2f}s)"
+            )
     print("\n== references")
     print(
         table(

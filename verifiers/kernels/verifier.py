@@ -616,7 +616,11 @@ class KernelVerifier(Verifier):
         steps = [*first, "outputs", "time"]
         share = _CorrectThenTimed(checker, slot, timed)
         try:
+            t0 = time.perf_counter()
             with pool.gpu.shared(), self._admit(ctx, cost):
+                # before the job starts: another's timed runs (a drain: no job may start
+                # while one waits for the GPU alone) or the card's memory
+                ctx.metrics["gpu_admit_wait_s"] = round(time.perf_counter() - t0, 4)
                 try:
                     res = self._job(
                         ctx,
