@@ -130,3 +130,24 @@ def test_a_job_cut_short_in_its_timed_runs_passes_the_trials_and_fails_timing(re
     with pytest.raises(GateFail) as e:
         v.gate_timing(ctx)
     assert e.value.code == "kernel_timeout"
+
+
+def test_a_read_past_the_end_whose_nan_the_math_drops_is_caught(triton_v):
+    """The cross-entropy kernel with its loads' masks dropped reads past each row; only
+    the last row's read leaves the tensor. On the GPU that read's NaN zone bytes vanish
+    in `tl.maximum` (the GPU's max drops a NaN operand, and logsumexp does not care how
+    large its shift is): the H100 node passed it. Here the same loss of the NaN is
+    spelled out (a `where(x == x, ...)` after the load). One trial's zones hold huge
+    finite values instead: the max becomes one of them and the loss is wrong."""
+    task = load_task(ROOT / "tasks/triton/cross_entropy_rows")
+    code = task.reference
+    load = 'x = tl.load(row + offs, mask=mask, other=-float("inf"))'
+    assert code.count(load) == 2
+    code = code.replace(
+        load, 'x = tl.load(row + offs)\n        x = tl.where(x == x, x, -float("inf"))', 1
+    ).replace(load, "x = tl.load(row + offs)")
+    v = triton_v.verify(task, code, Limits(gates=("parse", "anticheat", "compile", "correct")))
+    assert (v.status, v.code) == (Status.WRONG_ANSWER, "numeric_mismatch"), v.feedback
+    assert "huge finite values" in v.feedback
+    honest = triton_v.verify(task, task.reference, Limits(gates=("parse", "compile", "correct")))
+    assert honest.status is Status.PASS, honest.feedback

@@ -232,6 +232,7 @@ RED_ZONE_MIN, RED_ZONE_MAX = 64 << 10, 4 << 20
 ZONE_ALIGN = 512
 ZONED_DEVICES = ("cpu", "cuda")
 SNAN_FP32, SNAN_PAYLOAD = 0x7F800001, 0x003FFFFF  # exponent all ones, quiet bit clear
+FINITE_HALF, FINITE_SIGN = 0x7BFF, -0x8000  # 65504 in fp16; the sign bit kept random
 _EMPTY = torch.empty
 
 
@@ -255,12 +256,21 @@ class RedZones:
     one that forges the zones back (that gains nothing: the verifier judges the outputs
     and inputs it reads itself)."""
 
-    def __init__(self) -> None:
-        # each 32-bit word a random signalling NaN: read as data it is NaN (it never
-        # passes), and an add into it, even of 0.0 (an unmasked atomic_add of a masked-off
-        # lane), quiets it on the CPU and canonicalises it on the GPU: its bits change
-        words = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.int32)
-        words = (words & SNAN_PAYLOAD) | SNAN_FP32
+    def __init__(self, finite: bool = False) -> None:
+        if finite:
+            # each 16-bit half +-0x7BFF: fp16's largest finite, and as bf16, fp32 or fp64
+            # words huge finite values of random sign. A read past the end that a NaN
+            # cannot show (the GPU's max and a `where(x > m, ...)` drop a NaN operand) moves
+            # a max, a min or a sum by them: one trial holds these zones (`_trials`)
+            halves = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.int16)
+            words = (halves & FINITE_SIGN) | FINITE_HALF
+        else:
+            # each 32-bit word a random signalling NaN: read as data it is NaN (it never
+            # passes), and an add into it, even of 0.0 (an unmasked atomic_add of a
+            # masked-off lane), quiets it on the CPU and canonicalises it on the GPU: its
+            # bits change
+            words = torch.frombuffer(bytearray(os.urandom(4096)), dtype=torch.int32)
+            words = (words & SNAN_PAYLOAD) | SNAN_FP32
         self.fill = words.view(torch.uint8).repeat(RED_ZONE_MAX // 4096)
         self._fills: dict[str, Any] = {"cpu": self.fill}
         self.zones: list[tuple[str, Any, int, int]] = []
@@ -955,7 +965,7 @@ class Runner:
             problem = self.state["small" if small else "problem"]
             model = self._model(small)
             inputs = make_inputs(problem, trial["seed"], device, trial.get("shift", 0.0))
-            zones = RedZones()
+            zones = RedZones(finite=trial.get("zones") == "finite")
             zones.guard_inputs(inputs)
             with torch.no_grad(), poisoned_allocations(zones):
                 outs = as_outputs(model(*inputs))
@@ -986,13 +996,17 @@ class Runner:
             small = bool(trial.get("small"))
             problem = self.state["small" if small else "problem"]
             inputs = make_inputs(problem, trial["seed"], "cuda", trial.get("shift", 0.0))
-            reply = self._run_shared(job, i, self._model(small), inputs, trial.get("out_bytes"))
+            finite = trial.get("zones") == "finite"
+            model = self._model(small)
+            reply = self._run_shared(job, i, model, inputs, trial.get("out_bytes"), finite=finite)
             answered.append(i)
             if not reply.get("go"):
                 break
         result["outputs"] = {"shared": answered}
 
-    def _run_shared(self, job: dict, trial, model, inputs: list, out_bytes, outs=None) -> dict:
+    def _run_shared(
+        self, job: dict, trial, model, inputs: list, out_bytes, outs=None, finite: bool = False
+    ) -> dict:
         """One forward on inputs between red zones, then its inputs as it left them (the
         verifier sees whether the candidate changed them) and its outputs exported; the
         verifier's answer."""
@@ -1003,7 +1017,7 @@ class Runner:
             if outs is None:
                 # forward works on copies between red zones; what it left in them (its
                 # inputs as it left them, its outputs) is exported after the zones' check
-                zones = RedZones()
+                zones = RedZones(finite=finite)
                 zones.guard_inputs(inputs)
                 poison_cache(out_bytes)
                 with torch.no_grad(), poisoned_allocations(zones):

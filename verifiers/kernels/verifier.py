@@ -161,7 +161,7 @@ class KernelVerifier(Verifier):
     # compiles an extension's C++ unit too (a broken cpp_sources passed compile before)
     # 5: a node whose CC is outside the sandbox (a GPU image's /opt/gcc) no longer gives
     # every CUDA extension compile_error (torch wrote that CC as nvcc's -ccbin)
-    version = "5"
+    version = "6"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
@@ -503,6 +503,14 @@ class KernelVerifier(Verifier):
         ]
         if not small_only:  # plus one tail trial at awkward small sizes
             trials.append({"seed": int.from_bytes(os.urandom(4), "little"), "small": True})
+        # and one whose red zones hold huge finite values, not NaNs: a read past a
+        # tensor's end whose NaN the kernel's math drops (the GPU's max does) moves a max
+        # or a sum there (a tail trial on a GPU; on the CPU, where all are, the last one)
+        finite = {"seed": int.from_bytes(os.urandom(4), "little"), "small": True}
+        if small_only and len(trials) >= 2:
+            trials[-1]["zones"] = "finite"
+        else:
+            trials.append({**finite, "zones": "finite"})
         if h.get("shift"):
             # every floating input shifted (e.g. all-negative rows, where a max started at
             # 0 shows); skipped if the reference itself is not finite there
@@ -1031,9 +1039,7 @@ class KernelVerifier(Verifier):
                     raise inputs_mutated(f"trial {i + 1}/{len(trials)}", k, x)
             verdict = compare(got, want, tol=self._tolerance(ctx.task))
             if not verdict.ok:
-                where = "small tail shapes" if trial["small"] else "timing shapes"
-                if trial.get("shift"):
-                    where += f", inputs shifted by {trial['shift']:g}"
+                where = trial_where(trial)
                 raise GateFail(
                     Status.WRONG_ANSWER,
                     verdict.code,
@@ -1535,10 +1541,7 @@ class _SharedTrials:
     def _where(self, i: int, trial: dict) -> str:
         if trial.get("where"):
             return trial["where"]
-        where = "small tail shapes" if trial["small"] else "timing shapes"
-        if trial.get("shift"):
-            where += f", inputs shifted by {trial['shift']:g}"
-        return f"trial {i + 1}/{len(self.trials)} ({where})"
+        return f"trial {i + 1}/{len(self.trials)} ({trial_where(trial)})"
 
     def _check(self, header: dict, fds: list[int]) -> None:
         import torch
@@ -1652,6 +1655,19 @@ class _CorrectThenTimed:
         if not self.slot.granted:
             return {"go": False}
         return self.timed(header, fds)
+
+
+def trial_where(trial: dict) -> str:
+    """A trial's sizes and inputs, as its feedback names them."""
+    where = "small tail shapes" if trial["small"] else "timing shapes"
+    if trial.get("shift"):
+        where += f", inputs shifted by {trial['shift']:g}"
+    if trial.get("zones") == "finite":
+        where += (
+            ", huge finite values (not NaNs) around every tensor: an output that moves "
+            "with them read past a tensor's end"
+        )
+    return where
 
 
 @functools.lru_cache(maxsize=256)
