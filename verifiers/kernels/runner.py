@@ -1115,7 +1115,7 @@ def prime_triton_keys(arch: int = 90) -> None:
     except ImportError:
         return
     with contextlib.suppress(Exception):  # imported by a first launch's specialization
-        import triton.experimental.gluon  # noqa: F401  (0.19 s on the H200 node)
+        import triton.experimental.gluon  # noqa: F401  (0.19 s on the H100 node)
     for mod in (cache, sys.modules.get("triton.compiler.compiler")):
         key = getattr(mod, "triton_key", None)
         if callable(key):
