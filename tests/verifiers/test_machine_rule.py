@@ -478,7 +478,10 @@ def test_rtl_formal_own_timer_is_judged_by_the_rule():
 def test_a_machine_fault_in_a_gate_is_infra():
     from verifiers.base import fail_on_limit
 
-    res = run(["sh", "-c", SPIN], timeout_s=0.05, cpu_s=20)
+    # a wall far below the 20 s budget, but long enough that the spin is mostly running or
+    # waiting for a CPU: at 0.05 s a loaded machine's sandbox start and cold exec (blocked
+    # time, the run's own by the rule) took most of it and it was judged a timeout once
+    res = run(["sh", "-c", SPIN], timeout_s=0.5, cpu_s=20)
     with pytest.raises(GateFail) as err:
         fail_on_limit(res, "sh")
     assert (err.value.status, err.value.code) == (Status.INFRA_ERROR, "machine_slow")
