@@ -258,7 +258,8 @@ class ExportSettings:
     """What to export and how to mix it.
 
     Mix: target shares of the exported rows, per dimension (domain, level, origin), e.g.
-    `{"domain": {"rtl": 0.6, "embedded": 0.4}, "level": {"3": 1, "*": 1}}`. Levels may be
+    `{"domain": {"<one>": 0.6, "<another>": 0.4}, "level": {"3": 1, "*": 1}}` (domains by
+    their descriptors' names). Levels may be
     given as ints or strings. Shares are normalised to sum to 1 per dimension (the
     manifest says so when they did not). Once a dimension names a share, the values it
     does not name get none; `"*"` gives them a share together (the rest). Per kind (see
