@@ -259,11 +259,10 @@ class ExportSettings:
 
     Mix: target shares of the exported rows, per dimension (domain, level, origin), e.g.
     `{"domain": {"<one>": 0.6, "<another>": 0.4}, "level": {"3": 1, "*": 1}}` (domains by
-    their descriptors' names). Levels may be
-    given as ints or strings. Shares are normalised to sum to 1 per dimension (the
-    manifest says so when they did not). Once a dimension names a share, the values it
-    does not name get none; `"*"` gives them a share together (the rest). Per kind (see
-    `draw`):
+    their descriptors' names). Levels may be given as ints or strings. Shares are
+    normalised to sum to 1 per dimension (the manifest says so when they did not). Once a
+    dimension names a share, the values it does not name get none; `"*"` gives them a
+    share together (the rest). Per kind (see `draw`):
     - `size=N`: each value's quota is its share of N (largest remainders, so quotas sum to
       N); rows are drawn without replacement in a seeded order. A value with fewer
       eligible rows than its quota gives what it has and the export is that much smaller:
