@@ -92,3 +92,20 @@ def test_a_job_child_inherits_tritons_own_hashes_from_the_primed_runner(parent, 
         check=False,
     )
     assert done.returncode == (3 if child_hashes_again else 0), done.stderr[-2000:]
+
+
+def test_the_build_is_tried_once_per_process(tmp_path, monkeypatch):
+    """Every runner start asks for the module (a dirty runner restarts after its job): a
+    node where it cannot be built must not start an interpreter and gcc each time."""
+    calls = []
+    real = tritondriver.subprocess.run
+
+    def counted(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(tritondriver.subprocess, "run", counted)
+    first = tritondriver.build(tmp_path / "once")
+    assert tritondriver.build(tmp_path / "once") == first
+    assert len(calls) <= 1
+    assert calls or first is not None  # built now, or found built

@@ -15,6 +15,7 @@ libcuda, no C compiler) the runners build it per job, as before.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -48,7 +49,14 @@ def _source_digest() -> str | None:
 
 def build(cache_dir: Path | str, timeout_s: float = 180.0) -> Path | None:
     """The dir holding Triton's built driver module in its cache layout, made once under
-    `cache_dir`; None where it cannot be built here (the runners then build it per job)."""
+    `cache_dir`; None where it cannot be built here (the runners then build it per job).
+    Asked at every runner start (a dirty runner restarts after its job): answered once
+    per process, a failed build too, never a second interpreter and gcc per restart."""
+    return _build(str(cache_dir), timeout_s)
+
+
+@functools.lru_cache(maxsize=8)
+def _build(cache_dir: str, timeout_s: float) -> Path | None:
     digest = _source_digest()
     if digest is None:
         return None
