@@ -3,8 +3,8 @@ goes on into the trials and the timed runs.
 
 What CI can run of it: the runner's rule that a launch the dry run refused ends the job
 before any trial (a real sandboxed runner, Triton's interpreter), and the host's rule for
-which gate a job cut short belongs to. The whole path runs on the H200 (`bench/
-bench_kernels.py --one-gpu-job both`: the same statuses as two jobs, side by side).
+which gate a job cut short belongs to. The whole path runs on a GPU (`bench/bench_kernels.py`
+and `--two-gpu-jobs`: the same statuses as two jobs, side by side).
 """
 
 from __future__ import annotations
@@ -19,26 +19,7 @@ from verifiers.contract import Limits, Status
 from verifiers.kernels.verifier import TritonVerifier
 from verifiers.sandbox import Sandbox
 
-from .test_kernels import TRITON_RELU
-
-ROOT = Path(__file__).resolve().parents[2]
-OVER_LIMIT = (
-    TRITON_RELU.replace("tl.program_id(0)", "tl.program_id(1)")
-    .replace("[(triton.cdiv(n, BLOCK),)]", "[(1, triton.cdiv(n, BLOCK))]")
-    .replace("BLOCK = 1024", "BLOCK = 256")
-)
-
-
-@pytest.fixture(scope="module")
-def triton_v():
-    v = TritonVerifier(device="cpu", workers=1)
-    yield v
-    v.close()
-
-
-@pytest.fixture(scope="module")
-def relu_t():
-    return load_task(ROOT / "tasks/triton/relu")
+from .test_kernels import ROOT, TRITON_GRID_Y, TRITON_RELU
 
 
 def _ctx(task, code: str, tmp_path: Path) -> Context:
@@ -55,7 +36,7 @@ def _run(v: TritonVerifier, ctx: Context, steps: list[str]) -> dict:
 
 
 def test_a_refused_launch_ends_the_job_before_any_trial(triton_v, relu_t, tmp_path):
-    ctx = _ctx(relu_t, OVER_LIMIT, tmp_path)
+    ctx = _ctx(relu_t, TRITON_GRID_Y, tmp_path)
     res = _run(triton_v, ctx, ["load", "launch", "outputs"])
     assert res["ok"], res.get("error")
     assert "gridDim.y" in res["launch"]["violation"]["message"]
