@@ -188,6 +188,40 @@ def _descendants(root: int) -> list[int]:
     return tree
 
 
+def stop_tree(root: int, settle_s: float = 2.0) -> tuple[int, ...]:
+    """SIGSTOP `root` and every process below it, until the tree holds no process that
+    could still run: the pids stopped (for `continue_pids`). A process forking as it is
+    stopped is caught by the next pass; the last pass is made after every stopped pid
+    shows state T (a SIGSTOP lands at the target's next return to user mode), so none
+    forked after it was listed. A candidate cannot catch or ignore SIGSTOP, and in a
+    sandbox's pid namespace an orphan is re-parented to its pid 1, inside the tree."""
+    stopped: set[int] = set()
+    seen: set[int] = set()  # stopped, or gone (or not ours) when signalled
+    deadline = time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        new = [p for p in _descendants(root) if p not in seen]
+        for pid in new:
+            seen.add(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        if new:
+            continue
+        if all((st := _stat(p)) is None or st[0] in b"TtZX" for p in stopped):
+            if all(p in seen for p in _descendants(root)):  # listed after all stopped
+                break
+            continue
+        time.sleep(0.001)
+    return tuple(sorted(stopped))
+
+
+def continue_pids(pids: Iterable[int]) -> None:
+    """SIGCONT to each of `pids` (a pid gone meanwhile is skipped)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGCONT)
+
+
 def empty_dir(root: str | os.PathLike[str], keep: Iterable[str] = ()) -> bool:
     """Remove everything a candidate left under `root` (inside the sandbox: its work dir,
     /tmp, /dev/shm) but the names in `keep`. Never into a mount: the host's code, venv or

@@ -225,6 +225,10 @@ CODES: dict[str, tuple[str, str]] = {
         "the firmware polls a register the emulator does not model: an emulator limit",
     ),
     "gpu_memory": (INFRA, "the GPU had no room for the job (other jobs held the card)"),
+    "gpu_not_quiet": (
+        INFRA,
+        "another process's work stayed on the GPU: the timed runs were not made",
+    ),
     "node_lost": (
         INFRA,
         "the Ray node verifying it was lost and no node offering its resource came back",

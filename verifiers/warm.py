@@ -52,9 +52,11 @@ from verifiers.sandbox import (
     Stop,
     TreeSnapshot,
     confined_argv,
+    continue_pids,
     limits_shell,
     oom_kills,
     sandbox_uid,
+    stop_tree,
     tree_snapshot,
 )
 
@@ -423,6 +425,20 @@ class Worker:
         self.starts += 1
         self.work = self._sandbox.prepare_workdir(self.home / f"w{self.starts}")
         self._outs = 0
+
+    @contextlib.contextmanager
+    def still(self):
+        """Every process of this worker stopped (SIGSTOP: the server, the job's child, and
+        whatever they started, however they forked) for the block, continued after. For
+        a job the host makes wait (for the GPU alone): the candidate's threads cannot
+        use the machine meanwhile, and the wait is not the job's (`run`'s side handlers
+        move its deadline by it)."""
+        proc = self.proc
+        pids = stop_tree(proc.pid) if proc is not None else ()
+        try:
+            yield pids
+        finally:
+            continue_pids(pids)
 
     def restart(self) -> None:
         self.stop()

@@ -16,6 +16,7 @@ import pytest
 from verifiers.base import Context, GateFail
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
+from verifiers.kernels.quiet import Quiet
 from verifiers.kernels.verifier import TritonVerifier
 from verifiers.sandbox import Sandbox
 
@@ -111,6 +112,28 @@ def test_a_job_cut_short_in_its_timed_runs_passes_the_trials_and_fails_timing(re
     with pytest.raises(GateFail) as e:
         v.gate_timing(ctx)
     assert e.value.code == "kernel_timeout"
+
+
+def test_a_gpu_that_stayed_busy_is_the_machines_never_a_speed_label(relu_t, tmp_path):
+    """Every trial passed, but the GPU never went quiet for the timed runs (another
+    process's work still queued): no timed run was made; the timing gate is infra."""
+    busy = Quiet(False, 5.0, 812, 2400.0, 200.0)
+
+    class Busy(_Scripted):
+        def _correct_and_time(self, ctx, checker, cost, timeout, first=("load",)):
+            checker.done = len(checker.trials)
+            res = {"ok": True, "launch": {"checked": True, "launches": []}, "seconds": {}}
+            ctx.state["timed"] = {"res": res, "checker": checker, "noisy": busy}
+            return res
+
+    v = Busy(0)
+    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
+    v._compile_and_run(ctx)
+    assert v.gate_correct(ctx).startswith(f"{len(ctx.state['ran']['checker'].trials)} trials")
+    with pytest.raises(GateFail) as e:
+        v.gate_timing(ctx)
+    assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, "gpu_not_quiet")
+    assert "2400 us" in e.value.detail and e.value.metrics["gpu_quiet_probes"] == 812
 
 
 def test_a_read_past_the_end_whose_nan_the_math_drops_is_caught(triton_v):

@@ -5,6 +5,7 @@ correct-and-time job, its exclusive seconds) is shown by bench/bench_kernels.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -15,6 +16,7 @@ import pytest
 
 from verifiers.kernels import devshare, runner
 from verifiers.kernels.pool import GpuLock, GpuMemory, TimingSlot, answer_share
+from verifiers.kernels.quiet import Quiet
 from verifiers.kernels.verifier import _CorrectThenTimed, _SharedTrials
 
 
@@ -317,6 +319,82 @@ def test_another_jobs_ask_is_dropped_unanswered():
     assert seen == ["shared", "exclusive"]
 
     # the host thread left the gate's shared block still exclusive: the lock is free again
+    def timing():
+        with lock.exclusive():
+            pass
+
+    _run_threads(timing, timeout_s=5)
+
+
+# --- the waiting job stopped, the GPU checked quiet ----------------------------------------
+class _Still:
+    """A job's `Worker.still` as the slot sees it: when it was stopped and continued."""
+
+    def __init__(self, lock: GpuLock):
+        self.lock, self.log = lock, []
+
+    @contextlib.contextmanager
+    def __call__(self):
+        self.log.append(("stopped", self.lock._readers))
+        try:
+            yield ()
+        finally:
+            self.log.append(("continued", self.lock.held()))
+
+
+def _slot_share(lock: GpuLock, still, quiet) -> _CorrectThenTimed:
+    checker = _SharedTrials(None, None, [])
+    slot = TimingSlot(lock, checker.passed, still=still, quiet=quiet)
+    return _CorrectThenTimed(checker, slot, _SharedTrials(None, None, []))
+
+
+def test_a_job_waiting_for_the_gpu_alone_is_stopped_until_it_is_granted():
+    """The asker is stopped before it stops counting as a GPU user (it held the GPU
+    shared until then) and stays stopped through its wait and the quiet check; it is
+    continued, holding the GPU alone, before its `go` is sent."""
+    lock = GpuLock()
+    still = _Still(lock)
+    checks = []
+    share = _slot_share(
+        lock, still, lambda: checks.append(lock.held()) or Quiet(True, 0, 3, 9, 200)
+    )
+    runner_sock, host_sock = devshare.socket_pair()
+    other_holds, other_may_go = threading.Event(), threading.Event()
+
+    def other_job():
+        with lock.shared():
+            other_holds.set()
+            other_may_go.wait(10)
+
+    other = threading.Thread(target=other_job, daemon=True)
+    other.start()
+    other_holds.wait(5)
+    seen: list = []
+    host = _host(lock, share, host_sock, 1, seen)
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}, timeout_s=0.4) is None
+    # stopped while both jobs still held the GPU shared, and not continued while it waits
+    assert still.log == [("stopped", 2)] and checks == []
+    other_may_go.set()
+    runner_sock.settimeout(5)
+    assert json.loads(runner_sock.recv(devshare.MAX_MESSAGE)) == {"go": True}
+    host.join(5)
+    assert checks == ["exclusive"] and still.log == [("stopped", 2), ("continued", "exclusive")]
+    assert share.slot.granted and share.slot.noisy is None
+
+
+def test_a_gpu_that_stays_busy_gets_no_timed_run_and_says_why():
+    lock = GpuLock()
+    busy = Quiet(False, 5.0, 900, 2100.0, 200.0)
+    share = _slot_share(lock, _Still(lock), lambda: busy)
+    runner_sock, host_sock = devshare.socket_pair()
+    seen: list = []
+    host = _host(lock, share, host_sock, 1, seen)
+    assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}) == {"go": False}
+    host.join(5)
+    # given back as shared at once: the job winds down with the others, nothing timed
+    assert seen == ["shared"] and not share.slot.granted and share.slot.noisy is busy
+    assert share.slot.exclusive_s == 0.0 and lock.held() is None
+
     def timing():
         with lock.exclusive():
             pass

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from verifiers.contract import Limits
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
@@ -403,12 +404,29 @@ class TimingSlot:
     long that waits: the host's time, not the job's). `release` gives it back, as shared,
     when the timed runs are over or the job ends: what remains (the timed run's output
     compared here, the runner's child winding down) must not overlap another candidate's
-    timing, and shares the GPU with everything else."""
+    timing, and shares the GPU with everything else.
 
-    def __init__(self, gpu: GpuLock, ready: Callable[[], bool]):
+    While it waits the job is stopped (`still`, its worker's `Worker.still`): it holds
+    the GPU neither shared nor alone then, and a process that only waits must not run
+    work on the GPU during another job's timed runs (a thread the candidate left could).
+    Once the GPU is its own, `quiet` checks that no stopped process's queued work still
+    runs there (`verifiers.kernels.quiet`); a GPU still busy gets no `go`, and `noisy`
+    says why: the timing is the machine's to retry, never a label."""
+
+    def __init__(
+        self,
+        gpu: GpuLock,
+        ready: Callable[[], bool],
+        still: Callable[[], contextlib.AbstractContextManager] | None = None,
+        quiet: Callable[[], Any] | None = None,
+    ):
         self.gpu, self.ready = gpu, ready
+        self.still = still or contextlib.nullcontext
+        self.quiet = quiet
         self.asked = False
         self.granted = False
+        self.noisy = None  # the `quiet.Quiet` of a GPU that stayed busy
+        self.quiet_s = 0.0  # checking that the GPU is quiet
         self.wait_s = 0.0  # waiting for the GPU alone
         self.exclusive_s = 0.0  # holding it
         self._since: float | None = None
@@ -418,10 +436,18 @@ class TimingSlot:
         if not first or header.get("slot") != "timing" or fds or not self.ready():
             return {"go": False}
         t0 = time.perf_counter()
-        self.gpu.upgrade()
-        self._since = time.perf_counter()
-        self.wait_s = self._since - t0
-        self.granted = True
+        with self.still():
+            self.gpu.upgrade()
+            t1 = time.perf_counter()
+            self.wait_s = t1 - t0
+            verdict = self.quiet() if self.quiet is not None else None
+            self.quiet_s = time.perf_counter() - t1
+            if verdict is not None and not verdict.quiet:
+                self.noisy = verdict
+                self.gpu.downgrade()  # no timed run: the job winds down sharing the GPU
+                return {"go": False}
+            self._since = time.perf_counter()
+            self.granted = True
         return {"go": True}
 
     def release(self) -> None:

@@ -53,6 +53,7 @@ from verifiers.kernels.pool import (
     WorkerSpec,
     runner_limits,
 )
+from verifiers.kernels.quiet import gpu_calibrate, gpu_quiet
 from verifiers.kernels.redact import runner_problem
 from verifiers.sandbox import MachineFault, Sandbox, oom_kills
 from verifiers.warm import (
@@ -262,6 +263,9 @@ class KernelVerifier(Verifier):
                     cores = os.cpu_count() or 2
                     n = min(8, cores) if self.device == "cuda" else min(2, cores)
                 spec = WorkerSpec(self.device, key[0], aot=aot)
+                if self.device == "cuda" and not self._pools:  # before any job ran here
+                    with contextlib.suppress(Exception):  # no GPU: the gates say so
+                        gpu_calibrate()
                 pool = KernelPool(spec, n, gpu=self._gpu)
                 self._pools[key] = pool
             return pool
@@ -619,7 +623,11 @@ class KernelVerifier(Verifier):
         seed = int.from_bytes(os.urandom(4), "little")
         last = {"seed": seed, "small": False, "key": "timed", "where": "the last timed run"}
         timed = _SharedTrials(self, ctx, [last])
-        slot = TimingSlot(pool.gpu, checker.passed)
+        # the job stopped while it waits for the GPU alone, and the GPU checked quiet
+        # before its timed runs (`TimingSlot`)
+        slot = TimingSlot(
+            pool.gpu, checker.passed, still=lambda: ctx.state["worker"].still(), quiet=gpu_quiet
+        )
         timeout += max(ctx.limits.timeout_s * 3, 30.0 + 150.0 * cost["seconds"])
         steps = [*first, "outputs", "time"]
         share = _CorrectThenTimed(checker, slot, timed)
@@ -649,9 +657,10 @@ class KernelVerifier(Verifier):
             return {"ok": True}
         finally:
             ctx.metrics["gpu_exclusive_s"] = round(slot.exclusive_s, 4)
-            if slot.granted:
+            if slot.granted or slot.noisy is not None:
                 ctx.metrics["timing_slot_wait_s"] = round(slot.wait_s, 4)
-        ctx.state["timed"] = {"res": res, "checker": timed}
+                ctx.metrics["gpu_quiet_check_s"] = round(slot.quiet_s, 4)
+        ctx.state["timed"] = {"res": res, "checker": timed, "noisy": slot.noisy}
         return res
 
     def gate_timing(self, ctx: Context) -> str:
@@ -661,6 +670,8 @@ class KernelVerifier(Verifier):
         if timed.get("failure") is not None:
             raise timed["failure"]
         checker, res = timed["checker"], timed["res"]
+        if timed.get("noisy") is not None:  # the GPU stayed busy: no timed run, no label
+            raise _not_quiet(timed["noisy"], "the candidate's timed runs")
         checker.raise_failure()
         if not res["ok"]:
             self._fail_from(ctx, res)
@@ -1124,6 +1135,9 @@ class KernelVerifier(Verifier):
 
         from verifiers.kernels import runner
 
+        quiet = gpu_quiet()  # the caller holds the GPU alone; no one else's work still runs
+        if not quiet.quiet:
+            raise _not_quiet(quiet, "the reference's baseline timing")
         problem, model = self._reference(task, False)
         inputs = self._inputs(problem, 2024, "cuda")
         with torch.no_grad():
@@ -1655,6 +1669,18 @@ class _CorrectThenTimed:
         if not self.slot.granted:
             return {"go": False}
         return self.timed(header, fds)
+
+
+def _not_quiet(quiet, what: str) -> GateFail:
+    """The machine's verdict when the GPU stayed busy with another process's work
+    (`verifiers.kernels.quiet`): infra, retried; never a speed label."""
+    return GateFail(
+        Status.INFRA_ERROR,
+        "gpu_not_quiet",
+        f"{what} were not run: the GPU stayed busy with another process's work "
+        f"({quiet.describe()})",
+        metrics={"gpu_quiet_probes": quiet.probes, "gpu_slowest_probe_us": quiet.slowest_us},
+    )
 
 
 def trial_where(trial: dict) -> str:
