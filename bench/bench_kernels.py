@@ -137,6 +137,7 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         # #30: the GPU held alone, how the timing stopped, what the host built
         "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
         "gpu_admit_wait_s": vd.metrics.get("gpu_admit_wait_s"),
+        "gpu_quiet_check_s": vd.metrics.get("gpu_quiet_check_s"),
         "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
         "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
         "extension_build": vd.metrics.get("extension_build"),
@@ -265,6 +266,12 @@ def main() -> int:
         help="a second job for each candidate's trials (KernelSettings.one_gpu_job false): "
         "the path before one job per candidate, for a side-by-side run",
     )
+    p.add_argument(
+        "--drain",
+        action="store_true",
+        help="a timing waits for the running jobs to end (KernelSettings.timing_pause "
+        "false) instead of pausing them: the path before, for a side-by-side run",
+    )
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
@@ -316,13 +323,13 @@ def main() -> int:
     dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     print(f"device: {dev}; torch {torch.__version__}; {len(tasks)} tasks", flush=True)
     one = not args.two_gpu_jobs
-    verifiers = {
-        "cuda": CudaVerifier(cache_dir=cache, workers=args.workers, one_gpu_job=one),
-        "triton": TritonVerifier(cache_dir=cache, workers=args.workers, one_gpu_job=one),
-    }
+    kw = {"cache_dir": cache, "workers": args.workers, "one_gpu_job": one}
+    kw["timing_pause"] = not args.drain
+    verifiers = {"cuda": CudaVerifier(**kw), "triton": TritonVerifier(**kw)}
     workers = {d: v.pool(limits).size for d, v in verifiers.items()}
     results: dict = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
     results.update(one_gpu_job=one, workers=workers, cores=os.cpu_count())
+    results["timing_pause"] = not args.drain
 
     def save() -> None:
         save_json(results, args.out)
@@ -430,7 +437,17 @@ def main() -> int:
     if args.timing_ab:
         results["timing_ab"] = timing_ab(tasks, args, limits, cache)
         save()
-    for v in verifiers.values():
+    for domain, v in verifiers.items():  # timings that paused the running jobs
+        lock = v._gpu
+        results.setdefault("timing_pauses", {})[domain] = {
+            "pauses": lock.pauses,
+            "seconds": round(lock.pause_s, 3),
+        }
+        if lock.pauses:
+            print(
+                f"{domain}: {lock.pauses} timings paused the running jobs, "
+                f"{lock.pause_s:.1f}s in all ({lock.pause_s / lock.pauses * 1e3:.1f} ms each)"
+            )
         v.close()
 
     refs = [r for r in rows if r["phase"] == "references"]

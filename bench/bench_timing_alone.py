@@ -1,6 +1,6 @@
 """Does a hostile neighbour move another candidate's timing? Honest candidates verified
-concurrently with and without candidates whose thread keeps the GPU busy, side by side in
-one run (the lent GPU: see bench/results/).
+concurrently with and without candidates that keep the GPU busy, side by side in one
+run (the lent GPU: see bench/results/).
 
     python bench/bench_timing_alone.py [--task triton/relu] [--honest 12] [--hostile 3]
         [--workers 4] [--unconfined] [--out FILE.json]
@@ -9,14 +9,15 @@ Rounds, each verifying its candidates concurrently on `--workers` runners:
   alone, alone_again    only honest candidates (the task's reference): the noise floor
   hostile               honest and hostile candidates interleaved; waiting jobs are
                         stopped and the GPU is checked quiet before each timed run
-  hostile_unguarded     the same, with the stop and the quiet check turned off (what the
-                        verifier did before): how much a neighbour moved a timing
+  hostile_unguarded     the same, with the quiet check turned off: how much a paused
+                        neighbour's queued work moved a timing
 
-A hostile candidate is the reference plus, on its first forward, a daemon thread that
-runs its own forward on 64x larger inputs forever, on a stream of its own (no
-synchronize): work queued on the GPU whatever its job is doing, waiting for the timing
-slot included. Prints, per round, the honest candidates' median time and its ratio to
-`alone` with a bootstrap 95 % interval, and the hostile candidates' verdicts.
+A hostile candidate is the reference whose forward, after its honest output, queues
+its own forward on 2x larger inputs 100 times (no thread, no side stream: the anticheat
+rejects both): work still on the GPU when its job is paused for another candidate's
+timing, which only the quiet check sees. Prints, per round, the honest
+candidates' median time and its ratio to `alone` with a bootstrap 95 % interval, and the
+hostile candidates' verdicts.
 """
 
 from __future__ import annotations
@@ -39,34 +40,24 @@ from verifiers.contract import Limits  # noqa: E402
 
 HAMMER = """
 
-import threading as _threading
-
 _Honest = ModelNew
-_hammering = []
-
-
-def _hammer(model, inputs):
-    stream = torch.cuda.Stream()
-    with torch.no_grad(), torch.cuda.stream(stream):
-        while True:
-            model._honest_forward(*inputs)
 
 
 class ModelNew(_Honest):
-    def _honest_forward(self, *args):
-        return _Honest.forward(self, *args)
-
     def forward(self, *args):
-        if not _hammering and all(getattr(a, "is_cuda", True) for a in args):
-            big = [
-                torch.randn(a.numel() * 64, device=a.device, dtype=a.dtype)
-                if isinstance(a, torch.Tensor) and a.dim() == 1
-                else a
-                for a in args
-            ]
-            _hammering.append(_threading.Thread(target=_hammer, args=(self, big), daemon=True))
-            _hammering[0].start()
-        return _Honest.forward(self, *args)
+        out = _Honest.forward(self, *args)
+        # then its own forward on 2x larger inputs, 100 times, queued and not waited for:
+        # work still on the GPU whenever the job is paused
+        big = [
+            torch.empty((a.shape[0] * 2, *a.shape[1:]), device=a.device, dtype=a.dtype)
+            if isinstance(a, torch.Tensor) and a.is_cuda and a.dim() >= 1
+            else a
+            for a in args
+        ]
+        if any(b is not a for a, b in zip(args, big)):
+            for _ in range(100):
+                _Honest.forward(self, *big)
+        return out
 """
 
 
@@ -110,7 +101,6 @@ def main() -> int:
 
     from verifiers.kernels import verifier as kv
     from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
-    from verifiers.warm import Worker
 
     cls = TritonVerifier if domain == "triton" else CudaVerifier
     limits = Limits(unconfined=args.unconfined)
@@ -147,13 +137,12 @@ def main() -> int:
 
     @contextlib.contextmanager
     def unguarded():
-        still, quiet = Worker.still, kv.gpu_quiet
-        Worker.still = lambda self: contextlib.nullcontext(())
+        quiet = kv.gpu_quiet
         kv.gpu_quiet = lambda: None
         try:
             yield
         finally:
-            Worker.still, kv.gpu_quiet = still, quiet
+            kv.gpu_quiet = quiet
 
     rounds: dict[str, list[dict]] = {}
     for label, codes, guard in [

@@ -174,13 +174,13 @@ def _stat(pid: int | str) -> list[bytes] | None:
     return raw[raw.rfind(b")") + 2 :].split()
 
 
-def _descendants(root: int) -> list[int]:
-    """`root` and every process below it (one pass over /proc)."""
+def _descendants(*roots: int) -> list[int]:
+    """`roots` and every process below them (one pass over /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (st := _stat(entry)) is not None:
             children.setdefault(int(st[1]), []).append(int(entry))
-    tree, todo = [], [root]
+    tree, todo = [], list(roots)
     while todo:
         pid = todo.pop()
         tree.append(pid)
@@ -188,18 +188,19 @@ def _descendants(root: int) -> list[int]:
     return tree
 
 
-def stop_tree(root: int, settle_s: float = 2.0) -> tuple[int, ...]:
-    """SIGSTOP `root` and every process below it, until the tree holds no process that
-    could still run: the pids stopped (for `continue_pids`). A process forking as it is
-    stopped is caught by the next pass; the last pass is made after every stopped pid
-    shows state T (a SIGSTOP lands at the target's next return to user mode), so none
-    forked after it was listed. A candidate cannot catch or ignore SIGSTOP, and in a
-    sandbox's pid namespace an orphan is re-parented to its pid 1, inside the tree."""
+def stop_tree(*roots: int, settle_s: float = 2.0) -> tuple[int, ...]:
+    """SIGSTOP each of `roots` and every process below them, until the trees hold no
+    process that could still run: the pids stopped (for `continue_pids`). A process
+    forking as it is stopped is caught by the next pass; the last pass is made after every
+    stopped pid shows state T (a SIGSTOP lands at the target's next return to user mode),
+    so none forked after it was listed. A candidate cannot catch or ignore SIGSTOP, and in
+    a sandbox's pid namespace an orphan is re-parented to its pid 1, inside the tree. One
+    pass over /proc serves every root."""
     stopped: set[int] = set()
     seen: set[int] = set()  # stopped, or gone (or not ours) when signalled
     deadline = time.monotonic() + settle_s
-    while time.monotonic() < deadline:
-        new = [p for p in _descendants(root) if p not in seen]
+    while roots and time.monotonic() < deadline:
+        new = [p for p in _descendants(*roots) if p not in seen]
         for pid in new:
             seen.add(pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -208,7 +209,7 @@ def stop_tree(root: int, settle_s: float = 2.0) -> tuple[int, ...]:
         if new:
             continue
         if all((st := _stat(p)) is None or st[0] in b"TtZX" for p in stopped):
-            if all(p in seen for p in _descendants(root)):  # listed after all stopped
+            if all(p in seen for p in _descendants(*roots)):  # listed after all stopped
                 break
             continue
         time.sleep(0.001)

@@ -302,6 +302,8 @@ class Worker:
             # took, which the job's deadline does not count: the host's time, not the job's)
             self._side: dict[int, Callable[[], float]] = {}
             self._side_s = 0.0  # what they took in the running job
+            self._paused_s = 0.0  # stopped from outside in the running job (`pause_began`)
+            self._paused_at: float | None = None  # since when, while it is
             self._cancelled = False  # `cancel`: no start may finish any more
             self.start()
         except BaseException:
@@ -440,6 +442,25 @@ class Worker:
         finally:
             continue_pids(pids)
 
+    def root_pid(self) -> int | None:
+        """The pid of the worker's sandbox (every process of the worker is below it)."""
+        proc = self.proc
+        return proc.pid if proc is not None else None
+
+    def pause_began(self) -> None:
+        """The worker is stopped from outside now (another job's timed runs, `GpuLock`):
+        until `pause_ended`, its running job's deadline and wall stand still."""
+        self._paused_at = time.perf_counter()
+
+    def pause_ended(self) -> None:
+        at, self._paused_at = self._paused_at, None
+        if at is not None:
+            self._paused_s += time.perf_counter() - at
+
+    def _pause_total(self) -> float:
+        at = self._paused_at
+        return self._paused_s + (time.perf_counter() - at if at is not None else 0.0)
+
     def restart(self) -> None:
         self.stop()
         self.start()
@@ -561,6 +582,7 @@ class Worker:
         self._printed = {"stdout": 0, "stderr": 0}
         self._cap = output_bytes
         self._side_s = 0.0
+        self._paused_s = 0.0
         began = _JobStart(
             time.perf_counter(),
             tree_snapshot(self.proc.pid, self._tree),
@@ -586,8 +608,9 @@ class Worker:
         oom = now - began.oom_kills if now is not None and began.oom_kills is not None else None
         # bwrap's status: 128+9 when the server (pid 1's child) was SIGKILLed, -9 itself
         sig = signal.SIGKILL if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else None
-        # the host's time in the side handlers (a wait for the GPU alone) is not the job's
-        wall = time.perf_counter() - began.at - self._side_s
+        # the host's time in the side handlers (a wait for the GPU alone) is not the job's,
+        # nor the time it was paused for another's timed runs
+        wall = time.perf_counter() - began.at - self._side_s - self._pause_total()
         return Stop(wall, wall_kill, usage, began.budget_s, sig, oom, self_signal=True)
 
     def _died(self, code: int | None, began: _JobStart | None) -> Exception:
@@ -607,7 +630,9 @@ class Worker:
         fd = self.results.fileno()
         cap = self._cap if began is not None else None
         while True:
-            left = deadline - time.monotonic()
+            # a pause for another job's timed runs (`pause_began`, from another thread) is
+            # not this job's time either
+            left = deadline + (self._pause_total() if began else 0.0) - time.monotonic()
             if left <= 0:
                 stop = self._job_stop(began, wall_kill=True) if began else None
                 self.stop()

@@ -91,6 +91,7 @@ def test_work_off_the_timed_stream_is_timed_device_wide():
 
 
 # --- the GPU lock: shared use, exclusive use, and the upgrade between them ---------------
+# (the drain, `pause=False`: a writer waits for the shared users; the pause is below)
 class _Gpu:
     """Who uses the "GPU" now, counted under its own lock: a use that overlaps an
     exclusive one is a violation."""
@@ -122,7 +123,7 @@ def _run_threads(*targets, timeout_s: float = 20.0) -> None:
 
 
 def test_two_upgrades_a_shared_and_an_exclusive_user_all_progress_and_exclusive_is_alone():
-    lock, gpu = GpuLock(), _Gpu()
+    lock, gpu = GpuLock(pause=False), _Gpu()
     rounds = 40
 
     def upgrader():
@@ -155,7 +156,7 @@ def test_an_upgrade_never_waits_on_a_job_that_waits_for_gpu_memory():
     """Job A holds the GPU shared and most of its memory, and upgrades; job B took the GPU
     shared and waits for memory only A's end frees. B sets its shared hold down while it
     waits (else A's upgrade waits for B, and B for A's memory: for ever)."""
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     memory = GpuMemory(capacity=10, gpu=lock)
     a_holds, a_timed = threading.Event(), threading.Event()
     b_ran = threading.Event()
@@ -179,7 +180,7 @@ def test_an_upgrade_never_waits_on_a_job_that_waits_for_gpu_memory():
 
 
 def test_upgrade_and_downgrade_need_the_callers_own_hold():
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     with pytest.raises(RuntimeError, match="shared hold"):
         lock.upgrade()
     with lock.exclusive(), pytest.raises(RuntimeError, match="shared hold"):
@@ -227,7 +228,7 @@ def _merged(lock: GpuLock, trials: list[dict]) -> _CorrectThenTimed:
 
 
 def test_the_slot_is_granted_only_once_the_gpu_is_exclusive_and_given_back_after_the_timed_run():
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     share = _merged(lock, [])
     runner_sock, host_sock = devshare.socket_pair()
     other_holds, other_may_go = threading.Event(), threading.Event()
@@ -272,7 +273,7 @@ def test_the_slot_is_granted_only_once_the_gpu_is_exclusive_and_given_back_after
 
 
 def test_a_forged_or_early_ask_gets_no_go():
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     cases = [
         # before every trial has passed (one not handed over yet)
         ([{"seed": 1, "small": False}], {"slot": "timing"}, False),
@@ -307,7 +308,7 @@ def test_a_forged_or_early_ask_gets_no_go():
 
 
 def test_another_jobs_ask_is_dropped_unanswered():
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     share = _merged(lock, [])
     runner_sock, host_sock = devshare.socket_pair()
     seen: list = []
@@ -352,7 +353,7 @@ def test_a_job_waiting_for_the_gpu_alone_is_stopped_until_it_is_granted():
     """The asker is stopped before it stops counting as a GPU user (it held the GPU
     shared until then) and stays stopped through its wait and the quiet check; it is
     continued, holding the GPU alone, before its `go` is sent."""
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     still = _Still(lock)
     checks = []
     share = _slot_share(
@@ -383,7 +384,7 @@ def test_a_job_waiting_for_the_gpu_alone_is_stopped_until_it_is_granted():
 
 
 def test_a_gpu_that_stays_busy_gets_no_timed_run_and_says_why():
-    lock = GpuLock()
+    lock = GpuLock(pause=False)
     busy = Quiet(False, 5.0, 900, 2100.0, 200.0)
     share = _slot_share(lock, _Still(lock), lambda: busy)
     runner_sock, host_sock = devshare.socket_pair()

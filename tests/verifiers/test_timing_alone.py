@@ -7,12 +7,15 @@ probe times. `bench/probe_gpu_quiet.py` measures a probe on a quiet and on a bus
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from verifiers.contract import Limits
+from verifiers.kernels.pool import GpuLock
 from verifiers.kernels.quiet import Prober
 from verifiers.sandbox import _descendants, _stat, continue_pids, stop_tree, tree_snapshot
 from verifiers.warm import Worker, WorkerCommand
@@ -131,9 +134,191 @@ def test_a_stilled_worker_runs_nothing_until_it_is_continued():
 
 
 def test_stop_tree_on_a_gone_process_stops_nothing():
-    import subprocess
-
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     assert stop_tree(p.pid) == ()
     continue_pids([p.pid])  # nothing there: no error
+
+
+# --- a timing pauses the running jobs (GpuLock, pause mode) ---------------------------------
+SPIN = "import time\nwhile True:\n    pass\n"
+
+
+class _Job:
+    """A running job as the lock sees it: a spinning process and the pauses it was told."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", SPIN])
+        self.pauses: list[float] = []
+
+    def root_pid(self) -> int:
+        return self.proc.pid
+
+    def pause_began(self) -> None:
+        self._at = time.monotonic()
+
+    def pause_ended(self) -> None:
+        self.pauses.append(time.monotonic() - self._at)
+
+    def cpu(self) -> float:
+        return tree_snapshot(self.proc.pid).cpu_s
+
+    def state(self) -> bytes:
+        return _stat(self.proc.pid)[0]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _started(target, *args) -> threading.Thread:
+    t = threading.Thread(target=target, args=args, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_timing_pauses_the_running_jobs_at_once_and_continues_them():
+    """Two jobs run under shared holds and a comparison is under way: a writer does not
+    wait for the jobs to end (the drain); it stops them, waits for the comparison, and
+    while it holds the GPU no job and no comparison starts. After it, the jobs run again,
+    told how long they were paused. Spins both cores for ~1 s."""
+    lock = GpuLock()
+    jobs = [_Job(), _Job()]
+    may_end = threading.Event()
+    comparing, compared = threading.Event(), threading.Event()
+
+    def running(job):
+        with lock.shared(), lock.attach(job):
+            may_end.wait(20)
+
+    def comparison():
+        with lock.shared(), lock.host_use():
+            comparing.set()
+            time.sleep(0.4)
+        compared.set()
+
+    try:
+        threads = [_started(running, j) for j in jobs]
+        time.sleep(0.3)
+        _started(comparison)
+        comparing.wait(5)
+        t0 = time.monotonic()
+        late_job, late_compare = _Job(), threading.Event()
+        with lock.exclusive():
+            waited = time.monotonic() - t0
+            assert compared.is_set() and 0.2 < waited < 5  # the comparison, not the jobs
+            assert not may_end.is_set() and all(t.is_alive() for t in threads)
+            assert [j.state() for j in jobs] == [b"T", b"T"]
+            before = [j.cpu() for j in jobs]
+
+            def late():
+                with lock.attach(late_job):
+                    pass
+                with lock.host_use():
+                    late_compare.set()
+
+            starter = _started(late)
+            time.sleep(0.4)
+            assert [j.cpu() - b for j, b in zip(jobs, before, strict=True)] == [0.0, 0.0]
+            assert starter.is_alive() and not late_compare.is_set()
+        starter.join(5)
+        assert late_compare.is_set()
+        assert all(len(j.pauses) == 1 and j.pauses[0] >= 0.4 for j in jobs)
+        before = [j.cpu() for j in jobs]
+        time.sleep(0.3)
+        assert all(j.cpu() - b > 0.05 for j, b in zip(jobs, before, strict=True))
+        assert lock.pauses == 1 and lock.pause_s >= 0.4
+        may_end.set()
+        for t in threads:
+            t.join(5)
+        late_job.close()
+    finally:
+        may_end.set()
+        for j in jobs:
+            j.close()
+
+
+def test_the_writers_own_job_runs_and_the_drain_still_waits():
+    """An upgrade pauses the other jobs, never its own. With `pause=False` (the drain)
+    nothing is stopped: the writer waits for the other job to end."""
+    for pause in (True, False):
+        lock = GpuLock(pause=pause)
+        mine, other = _Job(), _Job()
+        other_may_end, upgraded = threading.Event(), threading.Event()
+        seen: dict = {}
+
+        def others_job(lock=lock, other=other, other_may_end=other_may_end):
+            with lock.shared(), lock.attach(other):
+                other_may_end.wait(20)
+
+        def my_job(lock=lock, mine=mine, other=other, seen=seen, upgraded=upgraded):
+            with lock.shared(), lock.attach(mine):
+                lock.upgrade()
+                seen["other"], seen["mine"] = other.state(), mine.state()
+                upgraded.set()
+                lock.downgrade()
+
+        try:
+            t_other = _started(others_job)
+            time.sleep(0.2)
+            t_mine = _started(my_job)
+            if pause:
+                assert upgraded.wait(5) and seen["other"] == b"T" and seen["mine"] in b"RS"
+            else:
+                assert not upgraded.wait(0.5)  # the drain: it waits for the other job
+                other_may_end.set()
+                assert upgraded.wait(5) and seen["other"] in b"RS"
+            other_may_end.set()
+            t_mine.join(5)
+            t_other.join(5)
+            assert lock.pauses == (1 if pause else 0)
+        finally:
+            other_may_end.set()
+            mine.close()
+            other.close()
+
+
+CPU_SERVER = """
+import json, os, sys, time
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+out.write('{"ready": true}\\n')
+for line in sys.stdin:
+    need = json.loads(line)["cpu_s"]
+    t0 = time.process_time()
+    while time.process_time() - t0 < need:
+        pass
+    out.write('{"ok": true}\\n')
+"""
+
+
+class CpuWorker(Worker):
+    prefix = "paused"
+
+    def command(self, fd: int) -> WorkerCommand:
+        argv = [sys.executable, "-I", "-S", "-c", CPU_SERVER, str(fd)]
+        return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+
+
+def test_a_paused_job_is_not_timed_out_by_the_pause():
+    """A job needing 0.6 CPU-s under a 3 s deadline is paused 3 s by another's timing:
+    its deadline moves by the pause, and it finishes (it would be a time-out without)."""
+    lock = GpuLock()
+    w = CpuWorker(Limits(), index=12)
+    out: dict = {}
+
+    def job():
+        with lock.shared(), lock.attach(w):
+            try:
+                out["res"] = w.run({"cpu_s": 0.6}, 3.0, cpu_s=60)
+            except Exception as e:
+                out["err"] = e
+
+    try:
+        t = _started(job)
+        time.sleep(0.2)
+        with lock.exclusive():
+            time.sleep(3.0)
+        t.join(20)
+        assert out == {"res": {"ok": True}}, out
+    finally:
+        w.close()

@@ -48,6 +48,12 @@ class KernelSettings(VerifierSettings):
         "timed runs: one process, one CUDA context, one load (and Triton JIT) for every "
         "gate; false: a second job for the trials, as before",
     )
+    timing_pause: bool = setting(
+        True,
+        "on a GPU, a timed run gets the GPU alone at once: the other running jobs are "
+        "stopped whole (SIGSTOP) until it is over, their deadlines moved by the pause; "
+        "false: it waits until they have all ended and starts none meanwhile (the drain)",
+    )
     pch: bool = setting(
         True,
         "compile the C++ unit of load_inline extensions on a precompiled torch/extension.h "

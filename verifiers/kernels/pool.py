@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.contract import Limits
+from verifiers.sandbox import continue_pids, stop_tree
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
 RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
@@ -295,22 +296,41 @@ class KernelWorker(Worker):
 
 
 class GpuLock:
-    """Shared use (compiling warm-ups, correctness runs) or exclusive use (timing).
+    """Shared use (jobs' trials, the host's comparisons) or exclusive use (timed runs, a
+    reference's baseline).
 
-    Timing must have the GPU to itself; other work may share it. Writers go first: once a
-    timing waits, new shared users wait behind it. A thread holding it shared may
-    `upgrade` (its job's timed runs, after the job's correctness trials) and `downgrade`
-    back; an upgrade gives up the shared hold before it waits, so two upgrades at once
-    both progress, one after the other. A shared holder that waits for something else
-    (GPU memory, `GpuMemory.hold`) sets its hold down meanwhile (`set_down`): it uses no
-    GPU while it waits, and an upgrade must not wait on it.
+    Timing must have the GPU to itself; other work may share it. Writers go one at a time,
+    and first: once a timing waits, new shared users wait behind it. How a writer gets the
+    GPU alone:
+
+    - `pause` (the default): at once. Every job running under another thread's shared
+      hold (`attach`: its worker) is stopped whole, all in one pass (`sandbox.stop_tree`),
+      the host's own GPU work under way (`host_use`: a trial's comparison) ends, and no job
+      or comparison starts until the writer gives the GPU back; then the jobs are
+      continued, their deadlines and walls moved by the pause (`Worker.pause_began`). What the
+      stopped jobs had queued on the GPU is the quiet check's (`verifiers.kernels.quiet`).
+      Their CPU work stops too: nothing else of theirs runs beside a timing.
+    - drain (`pause=False`, the path before): it waits until every shared user has ended
+      or waits to upgrade itself; meanwhile no job starts.
+
+    A thread holding it shared may `upgrade` (its job's timed runs, after the job's
+    correctness trials) and `downgrade` back; an upgrade gives up the shared hold before it
+    waits, so two upgrades at once both progress, one after the other. A shared holder that
+    waits for something else (GPU memory, `GpuMemory.hold`) sets its hold down meanwhile
+    (`set_down`): it uses no GPU while it waits, and an upgrade must not wait on it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, pause: bool = True) -> None:
+        self.pause = pause
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
         self._waiting_writers = 0
+        self._host_uses = 0
+        self._attached: dict[int, Any] = {}  # thread -> the worker running its job
+        self._paused: tuple[list, tuple[int, ...], float] | None = None  # the writer's
+        self.pauses = 0  # writers that paused running jobs, and the seconds they took
+        self.pause_s = 0.0
         self._mine = threading.local()  # what this thread holds: "shared", "exclusive"
 
     def held(self) -> str | None:
@@ -326,12 +346,49 @@ class GpuLock:
     def _take_exclusive(self) -> None:
         """Wait for the GPU alone (the caller holds nothing; `self._cond` held)."""
         self._waiting_writers += 1
-        while self._writer or self._readers:
+        while self._writer or (self._readers and not self.pause):
             self._cond.wait()
         self._waiting_writers -= 1
         self._writer = True
 
+    def _pause_others(self) -> None:
+        """The writer's: every other thread's running job stopped, and the host's GPU
+        work under way ended (`self._cond` not held; `_writer` set, so nothing starts)."""
+        if not self.pause:
+            return
+        me = threading.get_ident()
+        with self._cond:
+            workers = [w for t, w in self._attached.items() if t != me]
+        t0 = time.perf_counter()
+        for w in workers:  # their deadlines stand still from now
+            w.pause_began()
+        self._paused = (workers, (), t0)
+        try:
+            roots = [r for w in workers if (r := w.root_pid()) is not None]
+            self._paused = (workers, stop_tree(*roots), t0)
+            with self._cond:
+                while self._host_uses:
+                    self._cond.wait()
+        except BaseException:
+            self._continue_others()
+            raise
+
+    def _continue_others(self) -> None:
+        paused, self._paused = self._paused, None
+        if paused is None:
+            return
+        workers, pids, t0 = paused
+        continue_pids(pids)
+        took = time.perf_counter() - t0
+        for w in workers:
+            w.pause_ended()
+        if workers:
+            self.pauses += 1
+            self.pause_s += took
+
     def _give_back(self) -> None:
+        if self.held() == "exclusive":
+            self._continue_others()
         with self._cond:
             if self.held() == "exclusive":
                 self._writer = False
@@ -355,9 +412,41 @@ class GpuLock:
             self._take_exclusive()
         self._mine.mode = "exclusive"
         try:
+            self._pause_others()
             yield
         finally:
             self._give_back()
+
+    @contextlib.contextmanager
+    def attach(self, worker):
+        """The calling thread's job runs on `worker` (a `Worker`: `root_pid`, `pause_began`,
+        `pause_ended`): a writer stops it while it holds the GPU. Waits while a writer
+        holds it: no job starts beside a timing."""
+        me = threading.get_ident()
+        with self._cond:
+            while self._writer and self.held() != "exclusive":
+                self._cond.wait()
+            self._attached[me] = worker
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._attached.pop(me, None)
+
+    @contextlib.contextmanager
+    def host_use(self):
+        """The host's own GPU work (a trial's reference and comparison): never beside
+        another thread's timing, and a writer waits until the one under way ends."""
+        with self._cond:
+            while self._writer and self.held() != "exclusive":
+                self._cond.wait()
+            self._host_uses += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._host_uses -= 1
+                self._cond.notify_all()
 
     def upgrade(self) -> None:
         """This thread's shared hold made exclusive (it waits its turn as a writer)."""
@@ -369,11 +458,17 @@ class GpuLock:
             self._cond.notify_all()
             self._take_exclusive()
             self._mine.mode = "exclusive"
+        try:
+            self._pause_others()
+        except BaseException:
+            self.downgrade()
+            raise
 
     def downgrade(self) -> None:
         """This thread's exclusive hold made shared, at once: no other writer between."""
         if self.held() != "exclusive":
             raise RuntimeError("downgrade needs the calling thread's exclusive hold")
+        self._continue_others()
         with self._cond:
             self._writer = False
             self._readers += 1
@@ -409,6 +504,8 @@ class TimingSlot:
     While it waits the job is stopped (`still`, its worker's `Worker.still`): it holds
     the GPU neither shared nor alone then, and a process that only waits must not run
     work on the GPU during another job's timed runs (a thread the candidate left could).
+    With the lock's `pause` another writer stops it anyway (it is attached); with the
+    drain only this does.
     Once the GPU is its own, `quiet` checks that no stopped process's queued work still
     runs there (`verifiers.kernels.quiet`); a GPU still busy gets no `go`, and `noisy`
     says why: the timing is the machine's to retry, never a label."""

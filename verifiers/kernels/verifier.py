@@ -197,7 +197,8 @@ class KernelVerifier(Verifier):
         # by the limits the runners' sandboxes are built from (`runner_limits`), and aot
         self._pools: dict[tuple[Limits, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
-        self._gpu = GpuLock()  # shared by every pool: one GPU, timed alone
+        # shared by every pool: one GPU, timed alone (running jobs paused meanwhile)
+        self._gpu = GpuLock(pause=s.timing_pause)
         self._gpu_mem = GpuMemory(gpu=self._gpu)  # what GPU jobs may hold at once, on this card
         self._costs: dict[str, dict] = {}
         self._refs: dict[tuple, Any] = {}
@@ -894,12 +895,16 @@ class KernelVerifier(Verifier):
             job["gpu_fraction"] = min(1.0, ctx.state["gpu_budget"] / total)
         t0 = time.perf_counter()
         oom_before = oom_kills()
+        # on a GPU the job runs attached to the GPU lock: another's timing pauses it whole,
+        # and it does not start during one (`GpuLock`)
+        gpu_job = self.device == "cuda" and not aot
         try:
             kw = {"cpu_s": ctx.limits.cpu_s, "output_bytes": ctx.limits.output_bytes}
-            if on_share is not None:
-                res = worker.run_shared(job, timeout_s, on_share, **kw)
-            else:
-                res = worker.run(job, timeout_s, **kw)
+            with pool.gpu.attach(worker) if gpu_job else contextlib.nullcontext():
+                if on_share is not None:
+                    res = worker.run_shared(job, timeout_s, on_share, **kw)
+                else:
+                    res = worker.run(job, timeout_s, **kw)
         except MachineFault:  # the machine, not the candidate: infra (verifiers.base)
             ctx.state.setdefault("dirty", set()).add(slot)
             raise
@@ -1537,7 +1542,8 @@ class _SharedTrials:
         if self.failure is not None or self.done >= len(self.trials):
             return {"go": False}
         try:
-            self._check(header, fds)
+            with self.v.pool(self.ctx.limits).gpu.host_use():  # never beside a timing
+                self._check(header, fds)
             self.done += 1
             return {"go": self.done < len(self.trials)}
         except GateFail as f:
