@@ -537,7 +537,11 @@ class TimingSlot:
             self.gpu.upgrade()
             t1 = time.perf_counter()
             self.wait_s = t1 - t0
-            verdict = self.quiet() if self.quiet is not None else None
+            try:
+                verdict = self.quiet() if self.quiet is not None else None
+            except BaseException:
+                self.gpu.downgrade()  # no timed run: the job winds down sharing the GPU
+                raise
             self.quiet_s = time.perf_counter() - t1
             if verdict is not None and not verdict.quiet:
                 self.noisy = verdict
