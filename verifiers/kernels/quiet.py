@@ -1,11 +1,12 @@
 """Whether the GPU is quiet before timed runs: no other process's work left on it.
 
-A job waiting for the GPU alone is stopped while it waits (`Worker.still`), so once a
-timing holds the GPU no other candidate's process can submit work. What a stopped process
-had queued before it stopped still runs, though, and a candidate's thread can keep a
-stream's queue full (a thousand launches, each as long as it likes) to slow the timed runs
-of another candidate: in a group judged by relative speed, its own looks better. So the
-GPU is checked before the timed runs, and before a baseline's.
+Once a timing holds the GPU no other candidate's process can submit work: every other
+running job is paused whole (`GpuLock`'s pause) and a job waiting for the slot is stopped
+(`Worker.still`). What a stopped process had queued before it stopped still runs, though:
+a trial's kernels in flight, or as many launches as a candidate cared to queue without
+waiting for them, enough to slow another candidate's timed runs (in a group judged by
+relative speed, its own look better). So the GPU is checked before the timed runs, and
+before a baseline's.
 
 The check is this process's round trip of a one-element kernel. Processes' contexts share
 the GPU by time slices: while another context has work queued, a probe waits for that
