@@ -219,6 +219,20 @@ def _host(lock: GpuLock, share, host_sock, messages: int, seen: list) -> threadi
     return t
 
 
+def _other_job(lock: GpuLock) -> threading.Event:
+    """Another candidate's trials, sharing the GPU until the event returned is set."""
+    holds, may_go = threading.Event(), threading.Event()
+
+    def other_job():
+        with lock.shared():
+            holds.set()
+            may_go.wait(10)
+
+    threading.Thread(target=other_job, daemon=True).start()
+    holds.wait(5)
+    return may_go
+
+
 def _merged(lock: GpuLock, trials: list[dict]) -> _CorrectThenTimed:
     # trials the host never has to compare: none (all passed) or not one handed over yet
     checker = _SharedTrials(None, None, trials)
@@ -231,16 +245,7 @@ def test_the_slot_is_granted_only_once_the_gpu_is_exclusive_and_given_back_after
     lock = GpuLock(pause=False)
     share = _merged(lock, [])
     runner_sock, host_sock = devshare.socket_pair()
-    other_holds, other_may_go = threading.Event(), threading.Event()
-
-    def other_job():  # another candidate's trials, sharing the GPU
-        with lock.shared():
-            other_holds.set()
-            other_may_go.wait(10)
-
-    other = threading.Thread(target=other_job, daemon=True)
-    other.start()
-    other_holds.wait(5)
+    other_may_go = _other_job(lock)
     seen: list = []
     host = _host(lock, share, host_sock, 2, seen)
     # no answer while the other job still shares the GPU
@@ -360,16 +365,7 @@ def test_a_job_waiting_for_the_gpu_alone_is_stopped_until_it_is_granted():
         lock, still, lambda: checks.append(lock.held()) or Quiet(True, 0, 3, 9, 200)
     )
     runner_sock, host_sock = devshare.socket_pair()
-    other_holds, other_may_go = threading.Event(), threading.Event()
-
-    def other_job():
-        with lock.shared():
-            other_holds.set()
-            other_may_go.wait(10)
-
-    other = threading.Thread(target=other_job, daemon=True)
-    other.start()
-    other_holds.wait(5)
+    other_may_go = _other_job(lock)
     seen: list = []
     host = _host(lock, share, host_sock, 1, seen)
     assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}, timeout_s=0.4) is None

@@ -41,7 +41,9 @@ from verifiers.sandbox import (
     tree_snapshot,
 )
 from verifiers.taxonomy import INFRA, category_of
-from verifiers.warm import JobTimeout, Worker, WorkerCommand, WorkerStartError
+from verifiers.warm import JobTimeout, WorkerCommand, WorkerStartError
+
+from .scriptworker import script_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 SPIN = "while :; do :; done"
@@ -280,12 +282,7 @@ for line in sys.stdin:
 """
 
 
-class TinyWorker(Worker):
-    prefix = "machine-rule"
-
-    def command(self, fd: int) -> WorkerCommand:
-        argv = [sys.executable, "-I", "-S", "-c", SERVER, str(fd)]
-        return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+TinyWorker = script_worker(SERVER, "machine-rule")
 
 
 @pytest.fixture

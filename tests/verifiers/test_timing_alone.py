@@ -18,7 +18,8 @@ from verifiers.contract import Limits
 from verifiers.kernels.pool import GpuLock
 from verifiers.kernels.quiet import Prober
 from verifiers.sandbox import _descendants, _stat, continue_pids, stop_tree, tree_snapshot
-from verifiers.warm import Worker, WorkerCommand
+
+from .scriptworker import script_worker
 
 
 # --- the quiet rule ---------------------------------------------------------------------------
@@ -91,12 +92,7 @@ for line in sys.stdin:
 """
 
 
-class SpinWorker(Worker):
-    prefix = "still"
-
-    def command(self, fd: int) -> WorkerCommand:
-        argv = [sys.executable, "-I", "-S", "-c", SERVER, str(fd)]
-        return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+SpinWorker = script_worker(SERVER, "still")
 
 
 def _cpu(root: int) -> float:
@@ -291,12 +287,7 @@ for line in sys.stdin:
 """
 
 
-class CpuWorker(Worker):
-    prefix = "paused"
-
-    def command(self, fd: int) -> WorkerCommand:
-        argv = [sys.executable, "-I", "-S", "-c", CPU_SERVER, str(fd)]
-        return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+CpuWorker = script_worker(CPU_SERVER, "paused")
 
 
 def test_a_paused_job_is_not_timed_out_by_the_pause():
