@@ -399,7 +399,7 @@ def verify_candidates(
     as long as the caller holds the dict. `verifier_settings`: the settings dict of the
     domain's verifier (`verifiers.settings`).
 
-    A domain whose verifier can `prebuild` (CUDA) is built first on the build nodes
+    A domain whose verifier can `prebuild` is built first on the build nodes
     (`cluster.BUILD`) where the cluster has any: each batch goes to its verifying actor
     with what it compiled to as soon as its build ends. `build_settings`: the build
     actors' verifier settings where they differ (default `verifier_settings`). A build

@@ -608,6 +608,80 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
     return out
 
 
+# --- Triton ahead of time, as a GPU node's JIT compiles ----------------------------------
+PRECOMPILE_ARCH = 90  # the GPU nodes' H100 / H200
+
+
+class Sm90Driver:
+    """What Triton's JIT asks its driver for (target, device, stream) where there is no
+    GPU: sm_90, device 0, stream 0. Installed only to compile (a launch's `warmup`):
+    nothing through it can launch."""
+
+    def __init__(self, arch: int = PRECOMPILE_ARCH):
+        from triton.backends.compiler import GPUTarget
+
+        self.target = GPUTarget("cuda", arch, 32)
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device=None) -> int:
+        return 0
+
+    def get_active_torch_device(self):
+        return torch.device("meta")
+
+
+def precompile(job: dict) -> list[dict]:
+    """Every Triton kernel the candidate's forward launches, at the timing sizes and at
+    the small ones, compiled for sm_90 into this job's Triton cache by Triton's own JIT:
+    each launch becomes `run(..., warmup=True)` (compile, never launch) on meta tensors
+    under `Sm90Driver`. That is the cache key a GPU node's JIT computes for the same
+    launch (the same Triton and target; the arguments' types, values and 16-byte
+    alignment: a meta tensor's address is 0, a CUDA allocation's is aligned), so there
+    the first launch finds it compiled. A launch that differs there (a view at an odd
+    offset, a size only real data decides) compiles there, as without this. A forward
+    that stops on meta tensors (it reads a value) keeps what it compiled before."""
+    from triton.runtime import driver
+    from triton.runtime.jit import JITFunction
+
+    out: list[dict] = []
+    orig = JITFunction.run
+
+    def compile_only(fn, *args, grid, warmup, **kwargs):
+        t0 = time.perf_counter()
+        kernel = orig(fn, *args, grid=grid, warmup=True, **kwargs)
+        if kernel is not None and len(out) < 64:
+            name = getattr(getattr(fn, "fn", None), "__name__", "kernel")
+            out.append({"kernel": name, "hash": str(getattr(kernel, "hash", ""))[:64]})
+            out[-1]["seconds"] = round(time.perf_counter() - t0, 4)
+
+    before = getattr(driver, "_active", None)  # none yet where no GPU driver loaded
+    driver.set_active(Sm90Driver())
+    JITFunction.run = compile_only
+    try:
+        for tag, sizes in (("full", None), ("small", job.get("small"))):
+            problem = problem_module(job["problem"], sizes, tag)
+            try:
+                with torch.device("meta"):
+                    torch.manual_seed(0)
+                    inputs = problem.get_inputs()
+                    mod = load_module(f"crucible_precompile_{tag}", job["code"], "candidate.py")
+                    torch.manual_seed(job["init_seed"])
+                    model = getattr(mod, job["entry"])(*problem.get_init_inputs())
+                    with torch.no_grad():
+                        model(*inputs)
+            except Exception as e:  # a value it reads, an unsupported op: what compiled stays
+                out.append({"stopped": tag, "why": f"{type(e).__name__}: {str(e)[:200]}"})
+    finally:
+        JITFunction.run = orig
+        driver._active = before  # (a job's child ends after it anyway)
+    return out
+
+
 # --- timing -------------------------------------------------------------------------------
 # adaptive timing: past the floor, a look at the median's interval every TIMING_ROUND runs
 # (fewer looks, fewer stops on a lucky run of samples); it stops once the interval's
@@ -941,6 +1015,12 @@ class Runner:
         the launches the dry run recorded)."""
         result["aot"] = aot_compile(job["code"], job.get("records") or [])
 
+    def step_precompile(self, job: dict, result: dict) -> None:
+        """A build node's prebuild (`TritonVerifier.prebuild`, an aot runner: no GPU):
+        every Triton kernel the candidate's forward launches, at the timing sizes and at
+        the small ones, compiled for sm_90 into this job's Triton cache (`precompile`)."""
+        result["precompiled"] = precompile(job)
+
     def _warm(self, small: bool) -> None:
         model, device = self._model(small), self.state["device"]
         problem = self.state["small" if small else "problem"]
@@ -1184,6 +1264,10 @@ def job_env(job: dict, session: Path | None) -> dict[str, str]:
         from verifiers.kernels import tritondriver
 
         tritondriver.seed_cache(session / "triton")
+    if job.get("triton_seed"):  # this candidate's kernels, as a build node compiled them
+        from verifiers.kernels import tritondriver
+
+        tritondriver.seed_triton(session / "triton", job["triton_seed"])
     return {
         "TRITON_CACHE_DIR": str(session / "triton"),
         "TORCH_EXTENSIONS_DIR": str(ext),

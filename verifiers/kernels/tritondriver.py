@@ -11,18 +11,26 @@ job's child starts (`seed_cache`). A candidate may overwrite its own copy, which
 own verification reads; never the one the next job gets. Triton finds the module by the
 key it computes from the same source, so nothing else changes; where the build fails (no
 libcuda, no C compiler) the runners build it per job, as before.
+
+A candidate's own kernels, compiled for sm_90 on a build node (`runner.precompile`), seed
+only that candidate's job caches (`seed_triton`): its metadata and cubin per kernel, and
+the group file Triton looks them up by, made here for this cache's paths.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ENV = "CRUCIBLE_TRITON_DRIVER"  # the runner's copy source (a dir it reads only)
 _BUILD = """
@@ -115,3 +123,72 @@ def seed_cache(cache: Path, source: str | None = None) -> int:
         shutil.copyfile(f, dst)
         n += 1
     return n
+
+
+# the files a job's Triton cache may be seeded with (`seed_triton`): a kernel's metadata
+# and its cubin, in Triton's layout (a key dir and a file in it); names only, never a
+# link, a dot dir or a path. Triton's group file (`__grp__<name>.json`) names its files by
+# absolute path, the build node's: it is written here for the files seeded, never copied
+_SEED_DIR = re.compile(r"[A-Za-z0-9_-]{8,128}")
+_SEED_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.(?:json|cubin)")
+SEED_MAX_BYTES = 64 << 20
+
+
+def seed_name_ok(rel: str) -> bool:
+    """`<key>/<name>.json` or `<key>/<name>.cubin`, in the names Triton's cache uses."""
+    parts = rel.split("/")
+    return (
+        len(parts) == 2
+        and _SEED_DIR.fullmatch(parts[0]) is not None
+        and _SEED_FILE.fullmatch(parts[1]) is not None
+        and not parts[1].startswith("__grp__")
+    )
+
+
+def seed_triton(cache: Path, files: Any) -> int:
+    """Write a build node's compiles of this candidate (`runner.precompile`, {"<key>/
+    <file>": base64}) into its job's Triton cache, each kernel's group file made for the
+    paths here; the files written. A name not in that layout, a file or group the cache
+    already has, or past SEED_MAX_BYTES in all: skipped (the kernel then compiles here,
+    as without them). Never through a link."""
+    if not isinstance(files, dict):
+        return 0
+    n, total = 0, 0
+    written: dict[Path, set[str]] = {}
+    for rel, b64 in files.items():
+        if not (isinstance(rel, str) and isinstance(b64, str) and seed_name_ok(rel)):
+            continue
+        try:
+            data = base64.b64decode(b64, validate=True)
+        except ValueError:
+            continue
+        total += len(data)
+        if total > SEED_MAX_BYTES:
+            break
+        key, name = rel.split("/")
+        if _write_new(cache / key, name, data):
+            written.setdefault(cache / key, set()).add(name)
+            n += 1
+    for d, names in written.items():  # Triton's group: the metadata and its cubin, here
+        for name in names:
+            stem = name.removesuffix(".json")
+            if stem == name or f"{stem}.cubin" not in names:
+                continue
+            group = {"child_paths": {x: str(d / x) for x in (name, f"{stem}.cubin")}}
+            _write_new(d, f"__grp__{name}", json.dumps(group).encode())
+    return n
+
+
+def _write_new(d: Path, name: str, data: bytes) -> bool:
+    """`data` as the new file `d/name` (`d` made if missing); False where either is a
+    link, the file exists, or the dir cannot be written."""
+    try:
+        d.mkdir(exist_ok=True)
+        if d.is_symlink() or not d.is_dir():
+            return False
+        fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return True

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import ast
 import base64
+import collections
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import importlib.util
 import os
 import re
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -38,7 +42,7 @@ from verifiers import domain as domains
 from verifiers import pyast
 from verifiers.base import Context, GateFail, Tool, Verifier
 from verifiers.contract import Limits, Status, Task, Verdict
-from verifiers.kernels import anticheat
+from verifiers.kernels import anticheat, tritondriver
 from verifiers.kernels.domain import CUDA, KernelSettings
 from verifiers.kernels.errors import classify_python, feedback_from, nvcc_failure
 from verifiers.kernels.extension import EXTENSION_BUILD_S
@@ -62,9 +66,11 @@ from verifiers.warm import (
     OutputRefused,
     WorkerDied,
     WorkerStartError,
+    read_beneath,
     verify_on_pool,
 )
 
+TRITON_SEEDS_KEPT = 4096  # a build node's Triton compiles kept for candidates to come
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 # H200 dense FP8 tensor peak (datasheet, 1,979 TFLOPS): above any dtype's real peak, so a
 # FLOP floor built from it never rejects an honest kernel
@@ -206,6 +212,8 @@ class KernelVerifier(Verifier):
         # not interleave between the threads that verify candidates side by side
         self._rng = threading.Lock()
         self._baselines: dict[str, dict] = {}
+        # a build node's Triton compiles, by candidate (`seed`, `TritonVerifier.prebuild`)
+        self._triton_seeds: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self.compile_baseline = s.compile_baseline
         # a candidate and its task's eager baseline are timed the same way
         self.timing_mode = s.timing
@@ -327,10 +335,37 @@ class KernelVerifier(Verifier):
         caches = {"cubin": HostCache(self.cache_dir), "inline": BuildCache(self.cache_dir)}
         counts = {"seeded": 0, "refused": 0}
         for a in artifacts:
+            if isinstance(a, dict) and a.get("cache") == "triton":
+                good = self._seed_triton(a.get("key"), a.get("body"))
+                counts["seeded" if good else "refused"] += 1
+                continue
             cache = caches.get(a.get("cache")) if isinstance(a, dict) else None
             good = cache is not None and cache.seed(a.get("key"), a.get("body"))
             counts["seeded" if good else "refused"] += 1
         return counts
+
+    def _seed_triton(self, key: Any, body: Any) -> bool:
+        """A build node's Triton compiles of one candidate, kept (in memory, the newest
+        TRITON_SEEDS_KEPT) for its jobs here (`_job`: `tritondriver.seed_triton`)."""
+        if not (isinstance(key, str) and re.fullmatch(r"[0-9a-f]{64}", key)):
+            return False
+        files = body.get("files") if isinstance(body, dict) else None
+        if not isinstance(files, dict) or not files:
+            return False
+        files = {
+            k: v
+            for k, v in files.items()
+            if isinstance(k, str) and isinstance(v, str) and tritondriver.seed_name_ok(k)
+            if _is_base64(v)
+        }
+        if not files:
+            return False
+        with self._pool_lock:
+            self._triton_seeds[key] = files
+            self._triton_seeds.move_to_end(key)
+            while len(self._triton_seeds) > TRITON_SEEDS_KEPT:
+                self._triton_seeds.popitem(last=False)
+        return True
 
     # --- gates ----------------------------------------------------------------------------
     def _run_gates(self, ctx: Context, checks: list) -> None:
@@ -885,6 +920,11 @@ class KernelVerifier(Verifier):
             **ctx.state.get("job_extra", {}),
             **extra,
         }
+        if self.domain == "triton" and not aot and self._triton_seeds:
+            seeded = self._triton_seeds.get(triton_seed_key(ctx.task.task_id, ctx.code))
+            if seeded:  # compiled on a build node: the JIT finds them in its cache
+                job["triton_seed"] = seeded
+                ctx.metrics["triton_seeded_files"] = len(seeded)
         if "outputs" in steps and on_share is None:  # outputs as files (CPU nodes)
             out = worker.fresh_outdir()
             job["out_dir"] = ctx.state["out_dir"] = worker.guest_path(out)
@@ -1164,12 +1204,50 @@ class KernelVerifier(Verifier):
 
 
 class TritonVerifier(KernelVerifier):
-    """No `prebuild`: Triton compiles a kernel in the candidate's own process, at its
-    first launch (JIT, specialised on the run-time arguments), so there is nothing a build
-    node could compile from the source alone; it compiles where it runs, on the GPU node."""
+    """Triton compiles a kernel in the candidate's own process at its first launch (JIT,
+    specialised on the run-time arguments). A build node's `prebuild` runs the candidate's
+    forward on meta tensors in a sandboxed runner of its own, where each launch compiles
+    for sm_90 and nothing launches (`runner.precompile`); the verifying GPU node seeds that
+    candidate's job cache with the files (`seed`), and its JIT finds the kernels compiled."""
 
     domain = "triton"
     name = "triton-verifier"
+
+    def prebuild(self, task: Task, code: str, limits: Limits | None = None) -> list[dict]:
+        """This candidate's Triton kernels compiled for sm_90 here (a build node: no GPU),
+        in an aot runner's sandbox (the candidate's forward runs there, on meta tensors),
+        returned as one entry ({"cache": "triton", "key", "body": {"files"}}) for the
+        verifying node's `seed`. Nothing compiled, compile not among the gates, or no
+        Triton here: []. The verifying node still runs every gate; a kernel it launches
+        differently from here compiles there."""
+        limits = limits or Limits()
+        if "compile" not in self._wanted(limits) or self.missing_tools():
+            return []
+        workdir = Path(tempfile.mkdtemp(prefix="crucible-triton-prebuild-"))
+        ctx = Context(task, code, limits, Sandbox(limits), workdir)
+        pool = self.pool(limits, aot=True)
+        try:
+            res = self._job(ctx, ["precompile"], self._build_timeout(ctx), aot=True)
+            worker = ctx.state.get("aot_worker")
+            if not res.get("ok") or worker is None:
+                return []
+            files = _read_triton_cache(worker.work / f".session-{ctx.state['session']}/triton")
+        except (GateFail, MachineFault):  # the GPU node compiles it, as without a build node
+            return []
+        finally:
+            worker = ctx.state.pop("aot_worker", None)
+            if worker is not None:
+                pool.release(worker, dirty="aot_worker" in ctx.state.get("dirty", set()))
+            shutil.rmtree(workdir, ignore_errors=True)
+        if not files:
+            return []
+        done = res["precompiled"]
+        body = {
+            "files": files,
+            "kernels": [k for k in done if "hash" in k],
+            "stopped": [k for k in done if "stopped" in k],  # forwards that read a value
+        }
+        return [{"cache": "triton", "key": triton_seed_key(task.task_id, code), "body": body}]
 
     def missing_tools(self) -> list[Tool]:
         missing = super().missing_tools()
@@ -1385,6 +1463,53 @@ class CudaVerifier(KernelVerifier):
             f"{len(specs)} load_inline extension(s) {where} for sm_90 in {seconds:.1f}s "
             f"({cached} from the build cache)"
         )
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+def triton_seed_key(task_id: str, code: str) -> str:
+    """The key a build node's Triton compiles of one candidate go by (`TritonVerifier.
+    prebuild`, `KernelVerifier.seed`): only that candidate's jobs are seeded with them."""
+    h = hashlib.sha256(task_id.encode() + b"\0" + code.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _read_triton_cache(root: Path, max_bytes: int = tritondriver.SEED_MAX_BYTES) -> dict[str, str]:
+    """A job's Triton cache as {"<key>/<file>": base64}: each kernel's metadata and cubin
+    (`tritondriver.seed_name_ok`: what a launch loads; not the IR, nor the group file,
+    which names the build node's paths), regular files only, never through a link,
+    SEED_MAX_BYTES in all. The files came from the candidate's sandbox: they only ever
+    seed its own jobs."""
+    out: dict[str, str] = {}
+    total = 0
+    try:
+        dirs = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return {}
+    for d in dirs:
+        if not d.is_dir(follow_symlinks=False):
+            continue
+        try:
+            entries = sorted(os.scandir(d.path), key=lambda e: e.name)
+        except OSError:
+            continue
+        for f in entries:
+            rel = f"{d.name}/{f.name}"
+            if not (f.is_file(follow_symlinks=False) and tritondriver.seed_name_ok(rel)):
+                continue
+            try:
+                data = read_beneath(root, Path(f.path), max_bytes - total)
+            except (OSError, OutputRefused):
+                return out  # past the cap: what fits (a kernel missing compiles there)
+            total += len(data)
+            out[rel] = base64.b64encode(data).decode("ascii")
+    return out
 
 
 def _entries(name: str, cache, keys: Sequence[str]) -> list[dict]:
