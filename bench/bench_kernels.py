@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import dataclasses
 import json
 import math
@@ -69,8 +70,6 @@ def extension_vs_cubin(tasks, k: int, limits: Limits) -> list[dict]:
     """Device-only (nvcc -cubin) vs load_inline of the same CUDA kernels, cold caches.
     The cubin compiles run one after another; the extension builds, a minute each, run
     side by side (each is mostly one nvcc process)."""
-    import concurrent.futures
-
     import torch.utils.cpp_extension as ext
 
     from verifiers.kernels.nvcc import compile_cubin
@@ -272,6 +271,13 @@ def main() -> int:
         help="a timing waits for the running jobs to end (KernelSettings.timing_pause "
         "false) instead of pausing them: the path before, for a side-by-side run",
     )
+    p.add_argument(
+        "--prebuild",
+        action="store_true",
+        help="build each perturbation batch first as a build node would (CPU runners on "
+        "this node, timed apart) and seed the GPU verifier: Triton's precompile, CUDA's "
+        "cubins and extensions",
+    )
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
@@ -393,6 +399,24 @@ def main() -> int:
             finally:
                 _done.append(time.perf_counter())
 
+        if args.prebuild and callable(getattr(v, "prebuild", None)):
+            # a build node's compiles, made first on this node's CPUs (timed apart, as a
+            # build node's would be) and seeded before the batch
+            b0 = time.perf_counter()
+            node = type(v)(device="cpu", cache_dir=cache / "build", workers=args.workers)
+            try:
+                with concurrent.futures.ThreadPoolExecutor(node.pool(limits).size) as ex:
+                    tasks_, codes = [t for t, _c, _g in mine], [c for _t, c, _g in mine]
+                    built = list(ex.map(node.prebuild, tasks_, codes))
+            finally:
+                node.close()
+            counts = v.seed([e for entries in built for e in entries])
+            results.setdefault("prebuild", {})[domain] = {
+                "seconds": round(time.perf_counter() - b0, 2),
+                "candidates_built": sum(1 for e in built if e),
+                **counts,
+            }
+            print(f"  {domain} prebuilt: {results['prebuild'][domain]}", flush=True)
         v.verify = timed_verify
         t0 = time.perf_counter()
         try:

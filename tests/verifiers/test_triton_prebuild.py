@@ -170,3 +170,16 @@ def test_a_forward_that_reads_a_value_keeps_what_it_compiled(relu_t, tmp_path):
     assert len(body["files"]) == 4
     assert [s["stopped"] for s in body["stopped"]] == ["full", "small"]
     assert all("item" in s["why"] or "meta" in s["why"] for s in body["stopped"]), body
+
+
+def test_the_seeds_kept_are_bounded_oldest_first(monkeypatch):
+    from verifiers.kernels import verifier as kv
+
+    monkeypatch.setattr(kv, "TRITON_SEEDS_BYTES", 3000)
+    v = TritonVerifier(device="cpu", workers=1)
+    blob = base64.b64encode(b"x" * 900).decode()  # 1200 bytes of base64
+    keys = [f"{i:064x}" for i in range(3)]
+    for k in keys:
+        files = {f"{'K' * 52}/k.json": blob}
+        assert v.seed([{"cache": "triton", "key": k, "body": {"files": files}}])["seeded"] == 1
+    assert list(v._triton_seeds) == keys[1:]  # the first dropped: 3 x 1200 > 3000

@@ -131,7 +131,7 @@ def seed_cache(cache: Path, source: str | None = None) -> int:
 # absolute path, the build node's: it is written here for the files seeded, never copied
 _SEED_DIR = re.compile(r"[A-Za-z0-9_-]{8,128}")
 _SEED_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.(?:json|cubin)")
-SEED_MAX_BYTES = 64 << 20
+SEED_MAX_BYTES = 16 << 20  # one candidate's (mlp_block's two sizes: 0.5 MiB)
 
 
 def seed_name_ok(rel: str) -> bool:

@@ -70,7 +70,10 @@ from verifiers.warm import (
     verify_on_pool,
 )
 
-TRITON_SEEDS_KEPT = 4096  # a build node's Triton compiles kept for candidates to come
+# a build node's Triton compiles kept for candidates to come: at most this many, and this
+# many bytes (base64) in all, the oldest dropped first (their kernels compile here)
+TRITON_SEEDS_KEPT = 4096
+TRITON_SEEDS_BYTES = 512 << 20
 PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes faster
 # H200 dense FP8 tensor peak (datasheet, 1,979 TFLOPS): above any dtype's real peak, so a
 # FLOP floor built from it never rejects an honest kernel
@@ -345,8 +348,9 @@ class KernelVerifier(Verifier):
         return counts
 
     def _seed_triton(self, key: Any, body: Any) -> bool:
-        """A build node's Triton compiles of one candidate, kept (in memory, the newest
-        TRITON_SEEDS_KEPT) for its jobs here (`_job`: `tritondriver.seed_triton`)."""
+        """A build node's Triton compiles of one candidate, kept in memory (the newest,
+        TRITON_SEEDS_KEPT and TRITON_SEEDS_BYTES) for its jobs here (`_job`:
+        `tritondriver.seed_triton`)."""
         if not (isinstance(key, str) and re.fullmatch(r"[0-9a-f]{64}", key)):
             return False
         files = body.get("files") if isinstance(body, dict) else None
@@ -363,8 +367,12 @@ class KernelVerifier(Verifier):
         with self._pool_lock:
             self._triton_seeds[key] = files
             self._triton_seeds.move_to_end(key)
-            while len(self._triton_seeds) > TRITON_SEEDS_KEPT:
-                self._triton_seeds.popitem(last=False)
+            kept = sum(len(x) for f in self._triton_seeds.values() for x in f.values())
+            while len(self._triton_seeds) > 1 and (
+                len(self._triton_seeds) > TRITON_SEEDS_KEPT or kept > TRITON_SEEDS_BYTES
+            ):
+                _, old = self._triton_seeds.popitem(last=False)
+                kept -= sum(len(x) for x in old.values())
         return True
 
     # --- gates ----------------------------------------------------------------------------
