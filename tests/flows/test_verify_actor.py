@@ -52,6 +52,19 @@ def _busy_actors() -> list[int]:
     return busy
 
 
+def _holding(pid: int) -> bool:
+    """Whether the actor has said which batch it took (`lastwords.holding`, its first
+    lines in `verify_batch`): killed before that, its death names no candidate. Its Ray
+    title says `verify_batch` a moment earlier, a moment a loaded machine stretches."""
+    from ray_actors import lastwords
+
+    try:
+        with open(f"/proc/{pid}/fd/2", "rb") as f:  # its stderr: the file Ray keeps
+            return lastwords.HELD.encode() in f.read()
+    except OSError:
+        return False
+
+
 def _forked(p) -> bool:
     """A child the actor forked (a tool's Popen) shows the actor's title until it execs."""
     import psutil
@@ -189,7 +202,7 @@ def test_a_batch_that_kills_its_actor_every_time_ends_once_restarts_are_spent(ow
         deadline = time.monotonic() + 240
         while runner.is_alive() and time.monotonic() < deadline:
             for pid in _busy_actors():
-                if pid not in killed:
+                if pid not in killed and _holding(pid):
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
             time.sleep(0.02)
