@@ -369,6 +369,10 @@ def test_a_job_waiting_for_the_gpu_alone_is_stopped_until_it_is_granted():
     seen: list = []
     host = _host(lock, share, host_sock, 1, seen)
     assert _ask(runner_sock, {"nonce": NONCE, "slot": "timing"}, timeout_s=0.4) is None
+    deadline = time.monotonic() + 10  # the host thread takes the ask (a loaded machine)
+    while not still.log and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # and waits
     # stopped while both jobs still held the GPU shared, and not continued while it waits
     assert still.log == [("stopped", 2)] and checks == []
     other_may_go.set()

@@ -200,7 +200,7 @@ def test_a_timing_pauses_the_running_jobs_at_once_and_continues_them():
         with lock.shared(), lock.host_use():
             comparing.set()
             time.sleep(0.4)
-        compared.set()
+            compared.set()  # inside: the writer waits for the comparison under way
 
     try:
         threads = [_started(running, j) for j in jobs]
