@@ -74,6 +74,7 @@ from verifiers.sandbox import empty_dir
 SMALL_SEED_OFFSET = 7919
 RESULT_CAP = 32 * 2**20  # a child's result line (metadata only; outputs go to files)
 _SESSION = re.compile(r"^[0-9a-f]{8,64}$")
+GPU_ARCH = 90  # what Triton compiles for without a GPU: the GPU nodes' H100 / H200 (sm_90)
 
 
 class FakeKernelError(TypeError):
@@ -547,7 +548,7 @@ def _arg_type(v) -> Any:
     return {"value": repr(v)}
 
 
-def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
+def aot_compile(code: str, records: list[dict], arch: int = GPU_ARCH) -> list[dict]:
     """Compile each distinct recorded Triton launch for `sm_<arch>` without a GPU."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -609,7 +610,6 @@ def aot_compile(code: str, records: list[dict], arch: int = 90) -> list[dict]:
 
 
 # --- Triton ahead of time, as a GPU node's JIT compiles ----------------------------------
-PRECOMPILE_ARCH = 90  # the GPU nodes' H100 / H200
 
 
 class Sm90Driver:
@@ -617,7 +617,7 @@ class Sm90Driver:
     GPU: sm_90, device 0, stream 0. Installed only to compile (a launch's `warmup`):
     nothing through it can launch."""
 
-    def __init__(self, arch: int = PRECOMPILE_ARCH):
+    def __init__(self, arch: int = GPU_ARCH):
         from triton.backends.compiler import GPUTarget
 
         self.target = GPUTarget("cuda", arch, 32)
@@ -1182,7 +1182,7 @@ def prime(device: str, aot: bool = False) -> None:
         from verifiers.kernels import cudalaunch  # noqa: F401
 
 
-def prime_triton_keys(arch: int = 90) -> None:
+def prime_triton_keys(arch: int = GPU_ARCH) -> None:
     """Triton's own content hashes, computed once in the warm parent instead of in every
     job's child: `triton_key()` reads and hashes Triton's sources and libtriton (~460 MB,
     0.4 s here, 0.42-0.47 s of a child's first launch on the H100 node), and the backend's
