@@ -183,3 +183,25 @@ def test_the_seeds_kept_are_bounded_oldest_first(monkeypatch):
         files = {f"{'K' * 52}/k.json": blob}
         assert v.seed([{"cache": "triton", "key": k, "body": {"files": files}}])["seeded"] == 1
     assert list(v._triton_seeds) == keys[1:]  # the first dropped: 3 x 1200 > 3000
+
+
+def test_a_cache_of_too_many_files_is_read_and_seeded_only_so_far(tmp_path):
+    """A candidate's forward on the build node can fill its cache with any number of
+    files: what is read, kept and written stops at SEED_MAX_FILES."""
+    from verifiers.kernels.verifier import _read_triton_cache
+
+    cap = tritondriver.SEED_MAX_FILES
+    for i in range(cap + 40):
+        d = tmp_path / "cache" / f"{i:052d}"
+        d.mkdir(parents=True)
+        (d / "k.json").write_text("{}")
+    files = _read_triton_cache(tmp_path / "cache")
+    assert 0 < len(files) <= cap
+    many = {f"{i:052d}/k.json": base64.b64encode(b"{}").decode() for i in range(cap + 1)}
+    v = TritonVerifier(device="cpu", workers=1)
+    assert v.seed([{"cache": "triton", "key": "b" * 64, "body": {"files": many}}]) == {
+        "seeded": 0,
+        "refused": 1,
+    }
+    (tmp_path / "job").mkdir()
+    assert tritondriver.seed_triton(tmp_path / "job", many) == cap

@@ -132,6 +132,7 @@ def seed_cache(cache: Path, source: str | None = None) -> int:
 _SEED_DIR = re.compile(r"[A-Za-z0-9_-]{8,128}")
 _SEED_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.(?:json|cubin)")
 SEED_MAX_BYTES = 16 << 20  # one candidate's (mlp_block's two sizes: 0.5 MiB)
+SEED_MAX_FILES = 256  # and as many files (two a kernel specialization)
 
 
 def seed_name_ok(rel: str) -> bool:
@@ -149,13 +150,13 @@ def seed_triton(cache: Path, files: Any) -> int:
     """Write a build node's compiles of this candidate (`runner.precompile`, {"<key>/
     <file>": base64}) into its job's Triton cache, each kernel's group file made for the
     paths here; the files written. A name not in that layout, a file or group the cache
-    already has, or past SEED_MAX_BYTES in all: skipped (the kernel then compiles here,
-    as without them). Never through a link."""
+    already has, past SEED_MAX_FILES or SEED_MAX_BYTES in all: skipped (the kernel then
+    compiles here, as without them). Never through a link."""
     if not isinstance(files, dict):
         return 0
     n, total = 0, 0
     written: dict[Path, set[str]] = {}
-    for rel, b64 in files.items():
+    for rel, b64 in list(files.items())[:SEED_MAX_FILES]:
         if not (isinstance(rel, str) and isinstance(b64, str) and seed_name_ok(rel)):
             continue
         try:

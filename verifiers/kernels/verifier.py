@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
+import itertools
 import os
 import re
 import shutil
@@ -354,7 +355,7 @@ class KernelVerifier(Verifier):
         if not (isinstance(key, str) and re.fullmatch(r"[0-9a-f]{64}", key)):
             return False
         files = body.get("files") if isinstance(body, dict) else None
-        if not isinstance(files, dict) or not files:
+        if not isinstance(files, dict) or not files or len(files) > tritondriver.SEED_MAX_FILES:
             return False
         files = {
             k: v
@@ -1492,22 +1493,26 @@ def _read_triton_cache(root: Path, max_bytes: int = tritondriver.SEED_MAX_BYTES)
     """A job's Triton cache as {"<key>/<file>": base64}: each kernel's metadata and cubin
     (`tritondriver.seed_name_ok`: what a launch loads; not the IR, nor the group file,
     which names the build node's paths), regular files only, never through a link,
-    SEED_MAX_BYTES in all. The files came from the candidate's sandbox: they only ever
-    seed its own jobs."""
+    SEED_MAX_FILES and SEED_MAX_BYTES in all. The files came from the candidate's
+    sandbox: they only ever seed its own jobs."""
     out: dict[str, str] = {}
     total = 0
+    looked = 0  # names looked at: a cache of a million empty dirs is not read whole
     try:
-        dirs = sorted(os.scandir(root), key=lambda e: e.name)
+        dirs = _first_entries(root, 2 * tritondriver.SEED_MAX_FILES)
     except OSError:
         return {}
     for d in dirs:
         if not d.is_dir(follow_symlinks=False):
             continue
         try:
-            entries = sorted(os.scandir(d.path), key=lambda e: e.name)
+            entries = _first_entries(Path(d.path), tritondriver.SEED_MAX_FILES)
         except OSError:
             continue
         for f in entries:
+            looked += 1
+            if looked > 2 * tritondriver.SEED_MAX_FILES or len(out) >= tritondriver.SEED_MAX_FILES:
+                return out
             rel = f"{d.name}/{f.name}"
             if not (f.is_file(follow_symlinks=False) and tritondriver.seed_name_ok(rel)):
                 continue
@@ -1518,6 +1523,12 @@ def _read_triton_cache(root: Path, max_bytes: int = tritondriver.SEED_MAX_BYTES)
             total += len(data)
             out[rel] = base64.b64encode(data).decode("ascii")
     return out
+
+
+def _first_entries(path: Path, n: int) -> list[os.DirEntry]:
+    """The first `n` entries of a dir, in the order the file system gives them."""
+    with os.scandir(path) as it:
+        return list(itertools.islice(it, n))
 
 
 def _entries(name: str, cache, keys: Sequence[str]) -> list[dict]:
