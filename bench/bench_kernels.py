@@ -243,6 +243,7 @@ def kernelbench(args, limits: Limits, results: dict, save) -> None:
         on_row=save,
         out_summary=section["summary"],
         kb_skip=tuple(x for x in args.kb_eval_skip.split(",") if x),
+        prebuild=args.prebuild,
     )
     save()
 
@@ -276,7 +277,8 @@ def main() -> int:
         action="store_true",
         help="build each perturbation batch first as a build node would (CPU runners on "
         "this node, timed apart) and seed the GPU verifier: Triton's precompile, CUDA's "
-        "cubins and extensions",
+        "cubins and extensions; in the KernelBench phase, every candidate (its build-node "
+        "seconds reported beside KernelBench's own precompile)",
     )
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)

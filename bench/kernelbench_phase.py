@@ -253,11 +253,45 @@ def crucible_fields(vd: Verdict) -> dict:
     }
 
 
+def build_node(
+    cls, mine: list[Candidate], tasks: dict, limits: Limits, workers: int | None, cache: Path
+) -> tuple[list[list[dict]], dict[str, float]]:
+    """The domain's candidates built as a build node builds them (`prebuild` on a CPU-only
+    verifier of its own cache, `workers` at a time), on this node's CPUs before the GPU
+    node's clock starts: the entries for the GPU verifier's `seed`, and each candidate's
+    build seconds (its build node time, reported beside KernelBench's own precompile)."""
+    node = cls(device="cpu", cache_dir=cache, workers=workers)
+    seconds: dict[str, float] = {}
+
+    def one(c: Candidate) -> list[dict]:
+        t0 = time.perf_counter()
+        try:
+            return node.prebuild(tasks[(c.domain, c.problem)], c.code, limits)
+        finally:
+            seconds[c.name] = round(time.perf_counter() - t0, 3)
+
+    try:
+        n = max(1, min(len(mine), workers or (os.cpu_count() or 2) // 2))
+        with concurrent.futures.ThreadPoolExecutor(n) as ex:
+            built = list(ex.map(one, mine))
+    finally:
+        node.close()
+    return built, seconds
+
+
 def crucible_verify(
-    cands: list[Candidate], tasks: dict, limits: Limits, workers: int | None, cache: Path
+    cands: list[Candidate],
+    tasks: dict,
+    limits: Limits,
+    workers: int | None,
+    cache: Path,
+    *,
+    prebuild: bool = False,
 ) -> tuple[dict[str, dict], dict]:
     """Every candidate of a domain through one verify_many call (workers started and the
-    references' eager timings taken first, outside the clock)."""
+    references' eager timings taken first, outside the clock). `prebuild`: the builds are
+    made first as a build node makes them (`build_node`, timed apart, `crucible_build_s`)
+    and seeded, so `crucible_s` is the GPU node's time alone."""
     from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
 
     out: dict[str, dict] = {}
@@ -266,8 +300,16 @@ def crucible_verify(
         mine = [c for c in cands if c.domain == domain]
         if not mine:
             continue
+        build_s: dict[str, float] = {}
+        if prebuild:
+            b0 = time.perf_counter()
+            built, build_s = build_node(cls, mine, tasks, limits, workers, cache / "build-node")
+            info[f"{domain}_build_node_s"] = round(time.perf_counter() - b0, 2)
         v = cls(cache_dir=cache, workers=workers)
         try:
+            if prebuild:
+                info[f"{domain}_seeded"] = v.seed([e for es in built for e in es])
+                print(f"  crucible {domain}: build node {info[f'{domain}_seeded']}", flush=True)
             t0 = time.perf_counter()
             v.pool(limits).warm_up()
             t1 = time.perf_counter()
@@ -291,6 +333,8 @@ def crucible_verify(
         }
         for c, vd in zip(mine, verdicts, strict=True):
             out[c.name] = crucible_fields(vd)
+            if prebuild:
+                out[c.name]["crucible_build_s"] = build_s.get(c.name, 0.0)
             print(
                 f"    {c.name:52} {vd.status.value:14} {vd.code:22} {vd.duration_ms / 1000:7.1f}s",
                 flush=True,
@@ -485,6 +529,25 @@ def summarize(rows: list[dict], machine: dict, extra: dict) -> dict:
             gpu_peak = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     except ImportError:
         pass
+    per_domain = {}
+    for domain in sorted({r["domain"] for r in both}):
+        mine = [r for r in both if r["domain"] == domain]
+        d = {
+            "candidates": len(mine),
+            "median_s_crucible": _median([r["crucible_s"] for r in mine]),
+            "median_s_kernelbench": _median([r["kb_s"] for r in mine]),
+            "median_kb_eval_s": _median([r["kb_eval_s"] for r in mine]),
+            "median_kb_build_s": _median([r["kb_build_s"] for r in mine]),
+        }
+        if any("crucible_build_s" in r for r in mine):
+            # both sides' builds off the GPU node: Crucible's build node, KernelBench's own
+            # parallel precompile; the GPU node's time is Crucible's verdict against KB's eval
+            d["median_crucible_build_s"] = _median([r.get("crucible_build_s", 0) for r in mine])
+        c, k = d["median_s_crucible"], d["median_s_kernelbench"]
+        d["ratio_crucible_over_kb"] = round(c / k, 3) if c and k else None
+        ke = d["median_kb_eval_s"]
+        d["ratio_crucible_over_kb_eval"] = round(c / ke, 3) if c and ke else None
+        per_domain[domain] = d
     c_wall = sum(d["verify_many_s"] for d in extra.get("crucible_domains", {}).values())
     k_wall = extra.get("kb_precompile_wall_s", 0.0) + sum(r["kb_eval_s"] for r in both)
     return {
@@ -501,6 +564,7 @@ def summarize(rows: list[dict], machine: dict, extra: dict) -> dict:
         # the parallel precompile plus the evals one after another)
         "wall_per_candidate_crucible_s": round(c_wall / len(both), 2) if both else None,
         "wall_per_candidate_kb_s": round(k_wall / len(both), 2) if both else None,
+        "per_domain": per_domain,
         "host_peak_rss_gb": round(rss, 2),
         "children_peak_rss_gb": round(rss_children, 2),
         "host_gpu_peak_alloc_gb": gpu_peak,
@@ -566,6 +630,15 @@ def print_report(rows: list[dict], summary: dict) -> None:
         f"median seconds per candidate: Crucible {s['median_s_crucible']}, KernelBench "
         f"{s['median_s_kernelbench']} (ratio KB/Crucible {s['median_ratio_kb_over_crucible']})"
     )
+    for domain, d in s.get("per_domain", {}).items():
+        built = d.get("median_crucible_build_s")
+        print(
+            f"{domain}: median s per candidate Crucible {d['median_s_crucible']} / KernelBench "
+            f"{d['median_s_kernelbench']} (build {d['median_kb_build_s']} + eval "
+            f"{d['median_kb_eval_s']}) = {d['ratio_crucible_over_kb']}; against KB's eval "
+            f"alone {d['ratio_crucible_over_kb_eval']}"
+            + ("" if built is None else f"; Crucible's build node {built} s per candidate")
+        )
     print(
         f"wall per candidate: Crucible {s['wall_per_candidate_crucible_s']}s, KernelBench "
         f"{s['wall_per_candidate_kb_s']}s"
@@ -591,6 +664,7 @@ def run_phase(
     on_row: Callable[[], None] | None = None,
     out_summary: dict | None = None,
     kb_skip: tuple[str, ...] = (),
+    prebuild: bool = False,
 ) -> dict:
     """Verify the chosen problems' candidates with Crucible, then with KernelBench's eval in
     this same process; append one row per candidate to `out_rows` and return the summary.
@@ -615,7 +689,9 @@ def run_phase(
             print(f"  no task (its problem did not import), skipped: {skipped}", flush=True)
             cands = [c for c in cands if (c.domain, c.problem) in tasks]
         with watched(machine["crucible"]):
-            crucible, info = crucible_verify(cands, tasks, limits, workers, work / "nvcc-cache")
+            crucible, info = crucible_verify(
+                cands, tasks, limits, workers, work / "nvcc-cache", prebuild=prebuild
+            )
         torch.cuda.empty_cache()
         partial.update(
             crucible_domains=info, crucible_machine=dataclasses.asdict(machine["crucible"])

@@ -1,0 +1,38 @@
+#!/bin/bash
+# Issue 30's GPU measurements as one detached chain on the lent machine (bench/results/).
+#   setsid nohup bash bench/device_i30_chain.sh RESULTS_DIR > RESULTS_DIR/chain.log 2>&1 &
+# Runs from a copy of the tree (a later call's re-sync cannot change it mid-run); each step
+# writes its log and JSON into RESULTS_DIR and a STEP.done marker; ALL_DONE ends the chain.
+# Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
+set -u
+RES=${1:?results dir}
+mkdir -p "$RES" /tmp/bw
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
+for f in .bw/*.deb; do dpkg -x "$f" /tmp/bw; done
+unset OUT  # results stay in RESULTS_DIR; each call collects them itself
+export PATH=/tmp/bw/usr/bin:$PATH PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH=/tmp/bw/usr/lib/x86_64-linux-gnu:/tmp/bw/lib/x86_64-linux-gnu
+step() {  # step NAME LIMIT_S CMD...
+    local name=$1 limit=$2; shift 2
+    echo "== $(date +%T) $name: $*"
+    local t0=$SECONDS
+    timeout -k 10 "$limit" "$@" > "$RES/$name.log" 2>&1
+    echo "== $(date +%T) $name rc=$? in $((SECONDS - t0))s"
+    touch "$RES/$name.done"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$RES/gpu.txt" 2>&1
+python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)' >> "$RES/gpu.txt" 2>&1
+# the catalog batch (64 references, 32 tasks' perturbations per domain); the
+# order puts what the issue's targets need first, so a chain cut short loses the least
+FULL=(--perturb-tasks 32 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16)
+step quiet 120 python3 bench/probe_gpu_quiet.py --out "$RES/quiet.json"
+step pause 540 python3 bench/gpu_sampler.py --out "$RES/pause_smi" -- \
+    python3 bench/bench_kernels.py "${FULL[@]}" --warm-refs --out "$RES/pause.json"
+step drain 540 python3 bench/gpu_sampler.py --out "$RES/drain_smi" -- \
+    python3 bench/bench_kernels.py "${FULL[@]}" --drain --out "$RES/drain.json"
+step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone.json"
+step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
+    python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --out "$RES/prebuild.json"
+step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
+touch "$RES/ALL_DONE"
