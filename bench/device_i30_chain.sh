@@ -1,11 +1,13 @@
 #!/bin/bash
 # Issue 30's GPU measurements as one detached chain on the lent machine (bench/results/).
-#   setsid nohup bash bench/device_i30_chain.sh RESULTS_DIR > RESULTS_DIR/chain.log 2>&1 &
+#   setsid nohup bash bench/device_i30_chain.sh RESULTS_DIR [STEPS] > RESULTS_DIR/chain.log 2>&1 &
+# STEPS: the steps to run, space-separated (default: all, in the order below).
 # Runs from a copy of the tree (a later call's re-sync cannot change it mid-run); each step
 # writes its log and JSON into RESULTS_DIR and a STEP.done marker; ALL_DONE ends the chain.
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
 set -u
 RES=${1:?results dir}
+STEPS=" ${2:-quiet pause drain alone prebuild colmean} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -15,6 +17,7 @@ export PATH=/tmp/bw/usr/bin:$PATH PYTHONUNBUFFERED=1
 export LD_LIBRARY_PATH=/tmp/bw/usr/lib/x86_64-linux-gnu:/tmp/bw/lib/x86_64-linux-gnu
 step() {  # step NAME LIMIT_S CMD...
     local name=$1 limit=$2; shift 2
+    [[ $STEPS == *" $name "* ]] || return 0
     echo "== $(date +%T) $name: $*"
     local t0=$SECONDS
     timeout -k 10 "$limit" "$@" > "$RES/$name.log" 2>&1
@@ -28,7 +31,7 @@ python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)' 
 FULL=(--perturb-tasks 32 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16)
 step quiet 120 python3 bench/probe_gpu_quiet.py --out "$RES/quiet.json"
 step pause 540 python3 bench/gpu_sampler.py --out "$RES/pause_smi" -- \
-    python3 bench/bench_kernels.py "${FULL[@]}" --warm-refs --out "$RES/pause.json"
+    python3 bench/bench_kernels.py "${FULL[@]}" --out "$RES/pause.json"
 step drain 540 python3 bench/gpu_sampler.py --out "$RES/drain_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --drain --out "$RES/drain.json"
 step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone.json"
