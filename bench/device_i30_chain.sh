@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 30's GPU measurements as one detached chain on the lent machine (bench/results/).
 #   setsid nohup bash bench/device_i30_chain.sh RESULTS_DIR [STEPS] > RESULTS_DIR/chain.log 2>&1 &
-# STEPS: the steps to run, space-separated (default: all, in the order below).
+# STEPS: the steps to run, space-separated (default: all, in the order below); PERTURB=N
+# in the environment: N tasks per domain perturbed (default 32).
 # Runs from a copy of the tree (a later call's re-sync cannot change it mid-run); each step
 # writes its log and JSON into RESULTS_DIR and a STEP.done marker; ALL_DONE ends the chain.
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
@@ -28,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$RES/gpu
 python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)' >> "$RES/gpu.txt" 2>&1
 # the catalog batch (64 references, 32 tasks' perturbations per domain); the
 # order puts what the issue's targets need first, so a chain cut short loses the least
-FULL=(--perturb-tasks 32 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16)
+FULL=(--perturb-tasks "${PERTURB:-32}" --ext-kernels 0 --compile-baseline-tasks 0 --workers 16)
 step quiet 120 python3 bench/probe_gpu_quiet.py --out "$RES/quiet.json"
 step pause 540 python3 bench/gpu_sampler.py --out "$RES/pause_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --out "$RES/pause.json"
