@@ -194,8 +194,11 @@ def stop_tree(*roots: int, settle_s: float = 2.0) -> tuple[int, ...]:
     forking as it is stopped is caught by the next pass; the last pass is made after every
     stopped pid shows state T (a SIGSTOP lands at the target's next return to user mode),
     so none forked after it was listed. A candidate cannot catch or ignore SIGSTOP, and in
-    a sandbox's pid namespace an orphan is re-parented to its pid 1, inside the tree. One
-    pass over /proc serves every root."""
+    a sandbox's pid namespace an orphan is re-parented to its pid 1, inside the tree. A
+    stopped process that runs again (another of the tree sent it SIGCONT, or its tracer let
+    the stop go before it was stopped itself) is stopped again, until none is left to
+    continue it; `resisting` says whose tree still ran at `settle_s`. One pass over /proc
+    serves every root."""
     stopped: set[int] = set()
     seen: set[int] = set()  # stopped, or gone (or not ours) when signalled
     deadline = time.monotonic() + settle_s
@@ -208,12 +211,24 @@ def stop_tree(*roots: int, settle_s: float = 2.0) -> tuple[int, ...]:
                 stopped.add(pid)
         if new:
             continue
-        if all((st := _stat(p)) is None or st[0] in b"TtZX" for p in stopped):
+        running = [p for p in stopped if (st := _stat(p)) is not None and st[0] not in b"TtZX"]
+        if not running:
             if all(p in seen for p in _descendants(*roots)):  # listed after all stopped
                 break
             continue
+        for pid in running:  # not landed yet, or continued since: again (it is idempotent)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
         time.sleep(0.001)
     return tuple(sorted(stopped))
+
+
+def resisting(root: int) -> list[int]:
+    """The processes of `root`'s tree that run or sleep though `stop_tree` stopped it: a
+    SIGSTOP lands at once on both, so after its settle time they were continued (by
+    another of the tree) or outran its passes. One in uninterruptible sleep (D: in the
+    kernel, a driver call) is not counted; its stop lands when it leaves."""
+    return [p for p in _descendants(root) if (st := _stat(p)) is not None and st[0] in b"RS"]
 
 
 def continue_pids(pids: Iterable[int]) -> None:

@@ -154,6 +154,10 @@ CODES: dict[str, tuple[str, str]] = {
     ),
     "crash": (FUNCTIONAL, "the code faulted (SIGSEGV, SIGBUS, SIGFPE, SIGILL)"),
     "forbidden_syscall": (FUNCTIONAL, "made a system call the harness does not allow"),
+    "resisted_stop": (
+        FUNCTIONAL,
+        "kept its processes running while the host had stopped them (SIGCONT among them)",
+    ),
     "forbidden_instruction": (
         FUNCTIONAL,
         "holds an instruction no optimized function needs: a system call, a trap, a "

@@ -121,6 +121,12 @@ class OutputFlood(RuntimeError):
         self.stream, self.printed, self.cap = stream, printed, cap
 
 
+class StopResisted(WorkerDied):
+    """The job's processes kept running while the host stopped them for another job's
+    timed runs (SIGCONT among its own processes; `sandbox.resisting`): the worker was
+    killed, the candidate's doing."""
+
+
 class WorkerStartError(WorkerDied):
     """The worker could not start (never the candidate's fault)."""
 
@@ -305,6 +311,7 @@ class Worker:
             self._paused_s = 0.0  # stopped from outside in the running job (`pause_began`)
             self._paused_at: float | None = None  # since when, while it is
             self._cancelled = False  # `cancel`: no start may finish any more
+            self._resisted: list[int] = []  # `kill_resisting`: what still ran, in this start
             self.start()
         except BaseException:
             self.close()
@@ -385,6 +392,7 @@ class Worker:
         self._tail.clear()
         self.results = os.fdopen(r, "r")
         self.jobs_done = 0
+        self._resisted = []
         if self._cancelled:  # `cancel` ran before this process existed: it never saw it
             self.stop()
             raise WorkerStartError("the worker was cancelled (its pool closed) as it started")
@@ -613,10 +621,25 @@ class Worker:
         wall = time.perf_counter() - began.at - self._side_s - self._pause_total()
         return Stop(wall, wall_kill, usage, began.budget_s, sig, oom, self_signal=True)
 
+    def kill_resisting(self, pids: Sequence[int]) -> None:
+        """From another thread: `pids` of this worker kept running though it was stopped
+        whole (`sandbox.resisting`). The worker is killed; its job ends `StopResisted`."""
+        self._resisted = list(pids)
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
     def _died(self, code: int | None, began: _JobStart | None) -> Exception:
         with contextlib.suppress(OutputFlood):  # its last words, for the message
             self._drain_all(None)
         tail = self.log_tail()
+        if self._resisted:
+            return StopResisted(
+                f"{len(self._resisted)} of its processes kept running while the host stopped "
+                "them for another candidate's timed runs (a process of the candidate's sent "
+                f"SIGCONT to another, or let its stop go): the runner was killed. {tail}"
+            )
         if began is not None:
             stop = self._job_stop(began, wall_kill=False, code=code)
             if fault := stop.fault(f"the {self.prefix} worker (status {code})"):

@@ -7,6 +7,8 @@ probe times. `bench/probe_gpu_quiet.py` measures a probe on a quiet and on a bus
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -17,7 +19,15 @@ import pytest
 from verifiers.contract import Limits
 from verifiers.kernels.pool import GpuLock
 from verifiers.kernels.quiet import Prober
-from verifiers.sandbox import _descendants, _stat, continue_pids, stop_tree, tree_snapshot
+from verifiers.sandbox import (
+    _descendants,
+    _stat,
+    continue_pids,
+    resisting,
+    stop_tree,
+    tree_snapshot,
+)
+from verifiers.warm import StopResisted
 
 from .scriptworker import script_worker
 
@@ -136,6 +146,58 @@ def test_a_stilled_worker_runs_nothing_until_it_is_continued():
         assert _progress(lambda: _cpu(root))  # continued: they spin again
     finally:
         w.close()
+
+
+# a hostile candidate's processes that continue each other: each spins, sending SIGCONT to
+# the others, so one stopped before the rest runs again unless it is stopped again
+WAKERS = """
+import os, signal
+r, w = os.pipe()
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        others = [int(x) for x in os.read(r, 200).split()]
+        while True:
+            for p in others:
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except OSError:
+                    pass
+    kids.append(pid)
+os.write(w, (" ".join(map(str, kids + [os.getpid()])) + " ").encode() * 3)
+while True:
+    for p in kids:
+        os.kill(p, signal.SIGCONT)
+"""
+
+
+def test_processes_that_continue_each_other_are_stopped_all_the_same():
+    """Four processes send each other SIGCONT in a loop: a stop that signals each once
+    left one running in about 3 of 8 rounds here (one continued a sibling before its own
+    stop landed). Each round, all are stopped, get no CPU, and `resisting` names none.
+    Spins both cores for ~2 s."""
+    p = subprocess.Popen([sys.executable, "-c", WAKERS], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(_descendants(p.pid)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # the kids have read their siblings' pids
+        for _ in range(8):
+            pids = stop_tree(p.pid)
+            assert len(pids) == 4
+            time.sleep(0.05)
+            before = _cpu(p.pid)
+            time.sleep(0.1)
+            states = [_stat(q)[0] for q in pids]
+            assert resisting(p.pid) == [] and all(x == b"T" for x in states), states
+            assert _cpu(p.pid) - before < 0.01
+            continue_pids(pids)
+            time.sleep(0.1)  # they spin again, continuing each other
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
 
 
 def test_stop_tree_on_a_gone_process_stops_nothing():
@@ -318,5 +380,54 @@ def test_a_paused_job_is_not_timed_out_by_the_pause():
             time.sleep(6.5)
         t.join(20)
         assert out == {"res": {"ok": True}}, out
+    finally:
+        w.close()
+
+
+RESIST_SERVER = """
+import json, os, sys, time
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+out.write('{"ready": true}\\n')
+for line in sys.stdin:
+    for _ in range(2):
+        if os.fork() == 0:
+            while True:
+                pass
+    time.sleep(3600)
+"""
+
+
+ResistWorker = script_worker(RESIST_SERVER, "resist")
+
+
+def test_a_job_still_running_after_the_stop_is_killed_as_the_candidates():
+    """A job whose processes still run when the writer's stop has settled (here: a settle
+    time too short for any stop to land, as a tree that outruns `stop_tree` would leave
+    it) is killed; its job ends `StopResisted` (`resisted_stop`, the candidate's), and the
+    worker starts again clean for the next job."""
+    lock = GpuLock(settle_s=0.0)
+    w = ResistWorker(Limits(), index=13)
+    out: dict = {}
+
+    def job():
+        with lock.shared(), lock.attach(w):
+            try:
+                out["res"] = w.run({"go": 1}, 30.0, cpu_s=60)
+            except Exception as e:
+                out["err"] = e
+
+    try:
+        t = _started(job)
+        deadline = time.monotonic() + 20
+        while len(_descendants(w.root_pid())) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with lock.exclusive():
+            pass
+        t.join(20)
+        assert isinstance(out.get("err"), StopResisted), out
+        assert "kept running while the host stopped them" in str(out["err"])
+        assert lock.resisted == 1
+        w.start()
+        assert w.root_pid() is not None and w._resisted == []
     finally:
         w.close()

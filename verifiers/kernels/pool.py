@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.contract import Limits
-from verifiers.sandbox import continue_pids, stop_tree
+from verifiers.sandbox import continue_pids, resisting, stop_tree
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
 RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
@@ -307,7 +307,9 @@ class GpuLock:
       hold (`attach`: its worker) is stopped whole, all in one pass (`sandbox.stop_tree`),
       the host's own GPU work under way (`host_use`: a trial's comparison) ends, and no job
       or comparison starts until the writer gives the GPU back; then the jobs are
-      continued, their deadlines and walls moved by the pause (`Worker.pause_began`). What the
+      continued, their deadlines and walls moved by the pause (`Worker.pause_began`). A job
+      whose processes still run after the stop (they continue each other) is killed
+      (`Worker.kill_resisting`: `StopResisted`, the candidate's). What the
       stopped jobs had queued on the GPU is the quiet check's (`verifiers.kernels.quiet`).
       Their CPU work stops too: nothing else of theirs runs beside a timing.
     - drain (`pause=False`, the path before): it waits until every shared user has ended
@@ -320,8 +322,9 @@ class GpuLock:
     (`set_down`): it uses no GPU while it waits, and an upgrade must not wait on it.
     """
 
-    def __init__(self, pause: bool = True) -> None:
+    def __init__(self, pause: bool = True, settle_s: float = 2.0) -> None:
         self.pause = pause
+        self.settle_s = settle_s  # how long a pause's stop may take (`sandbox.stop_tree`)
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
@@ -331,6 +334,7 @@ class GpuLock:
         self._paused: tuple[list, tuple[int, ...], float] | None = None  # the writer's
         self.pauses = 0  # writers that paused running jobs, and the seconds they took
         self.pause_s = 0.0
+        self.resisted = 0  # jobs killed because they kept running through a pause
         self._mine = threading.local()  # what this thread holds: "shared", "exclusive"
 
     def held(self) -> str | None:
@@ -365,7 +369,11 @@ class GpuLock:
         self._paused = (workers, (), t0)
         try:
             roots = [r for w in workers if (r := w.root_pid()) is not None]
-            self._paused = (workers, stop_tree(*roots), t0)
+            self._paused = (workers, stop_tree(*roots, settle_s=self.settle_s), t0)
+            for w in workers:  # a job that kept running (SIGCONT among its own): killed
+                if (r := w.root_pid()) is not None and (left := resisting(r)):
+                    w.kill_resisting(left)
+                    self.resisted += 1
             with self._cond:
                 while self._host_uses:
                     self._cond.wait()

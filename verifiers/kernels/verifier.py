@@ -65,6 +65,7 @@ from verifiers.warm import (
     JobTimeout,
     OutputFlood,
     OutputRefused,
+    StopResisted,
     WorkerDied,
     WorkerStartError,
     read_beneath,
@@ -978,6 +979,15 @@ class KernelVerifier(Verifier):
             ctx.state.setdefault("dirty", set()).add(slot)
             raise GateFail(
                 Status.INFRA_ERROR, "harness_error", f"the runner did not start: {e}"[:300]
+            ) from None
+        except StopResisted as e:
+            ctx.state.setdefault("dirty", set()).add(slot)
+            raise GateFail(
+                Status.RUNTIME_ERROR,
+                "resisted_stop",
+                f"{'/'.join(steps)}: {e}"[:300],
+                feedback="the candidate's processes sent each other SIGCONT (or let a stop go) "
+                "while the host had stopped them; a kernel has no reason to signal processes",
             ) from None
         except WorkerDied as e:
             ctx.state.setdefault("dirty", set()).add(slot)
