@@ -17,7 +17,13 @@ import pytest
 
 from verifiers import registry
 from verifiers.ascendc import cann
-from verifiers.ascendc.goldens import golden_dir, golden_mismatches, make_goldens
+from verifiers.ascendc.goldens import (
+    CHECK_ULP,
+    golden_bytes,
+    golden_dir,
+    golden_mismatches,
+    make_goldens,
+)
 from verifiers.ascendc.spec import FAMILIES, case_env, scalar_value
 from verifiers.catalog import load_catalog, load_task
 from verifiers.contract import Limits, Status
@@ -162,6 +168,31 @@ def test_a_golden_whose_bytes_change_is_caught(tmp_path):
     (golden_dir(d) / "case2.npz").unlink()
     assert golden_mismatches(task, d) == ["1", "2"]
     assert make_goldens(d, check=True) == [golden_dir(d) / "case1.npz", golden_dir(d) / "case2.npz"]
+
+
+def test_a_golden_is_stale_past_a_few_ulp_of_this_hosts_outputs(tmp_path):
+    """Another CPU's vector math may move an output's last bit (exp: 1 ULP on 71 of 4,096
+    values between two hosts); that is the same golden. An output further off, or an
+    input changed at all, is not."""
+    d = tmp_path / "ascendc" / "exp"
+    shutil.copytree(CATALOG / "exp", d)
+    make_goldens(d)  # this host's own, so the ULP counts below are from its outputs
+    path = golden_dir(d) / "case0.npz"
+    with np.load(path) as z:
+        orig = {k: z[k] for k in z.files}
+
+    def write(name, idx, ulps):
+        arrays = {k: v.copy() for k, v in orig.items()}
+        a = arrays[name]
+        for _ in range(ulps):
+            a[idx] = np.nextafter(a[idx], np.float32(np.inf))
+        path.write_bytes(golden_bytes(arrays))
+        return make_goldens(d, check=True)
+
+    assert write("y", (0, 0), 1) == [] and write("y", (3, 7), CHECK_ULP) == []
+    assert write("y", (0, 0), CHECK_ULP + 1) == [path]
+    assert write("y", (5, 5), 10_000) == [path]
+    assert write("x", (0, 0), 1) == [path]  # inputs: the bytes
 
 
 @pytest.mark.parametrize(
