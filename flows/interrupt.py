@@ -44,10 +44,12 @@ def signal_name(signum: int) -> str:
 def is_cancellation(exc: BaseException) -> bool:
     """Whether `exc` unwinds a run that was asked to stop: Ctrl-C or SIGTERM as the
     command's handler raises it (a KeyboardInterrupt), or SIGTERM as Prefect's engine
-    raises it where no command set a handler (a served deployment's run)."""
+    raises it where no command set a handler (a served deployment's run), or whatever a
+    C call made of the handler's `Cancelled` once a signal came (DuckDB checks for signals
+    mid-query and raises `RuntimeError: Query interrupted` in its place)."""
     from prefect.exceptions import TerminationSignal
 
-    return isinstance(exc, KeyboardInterrupt | TerminationSignal)
+    return isinstance(exc, KeyboardInterrupt | TerminationSignal) or first_signal() is not None
 
 
 def cancellation_text(exc: BaseException) -> str:

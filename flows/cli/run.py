@@ -81,7 +81,11 @@ def run(opts: RunOptions) -> None:
     try:
         with interrupt.cancel_on_signals(FORCED, on_first=logs.hush_prefect_console):
             result = _run_pipeline(settings, reporter)
-    except KeyboardInterrupt:  # `Cancelled`, or a plain one where Ray re-raised it
+    except (typer.Exit, typer.Abort):
+        raise
+    # `Cancelled`, a plain KeyboardInterrupt where Ray re-raised it, or what a C call made
+    # of it (DuckDB: `RuntimeError: Query interrupted`): after a signal, all the same
+    except (KeyboardInterrupt, Exception):
         signum = interrupt.first_signal()
         if signum is None:
             raise

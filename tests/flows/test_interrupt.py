@@ -234,3 +234,36 @@ def test_a_second_signal_ends_it_while_the_main_thread_is_stuck():
     finally:
         proc.kill()
         proc.wait()
+
+
+_MID_QUERY = """
+import duckdb
+from flows import interrupt
+con = duckdb.connect()
+try:
+    with interrupt.cancel_on_signals("forced"):
+        print("ready", flush=True)
+        con.sql("SELECT count(*) FROM range(100000000000) a, range(10) b").fetchall()
+except BaseException as e:
+    print(type(e).__name__, interrupt.is_cancellation(e), interrupt.first_signal(), flush=True)
+"""
+
+
+def test_a_signal_mid_query_is_a_cancellation_not_an_error():
+    """DuckDB checks for signals mid-query and raises `RuntimeError: Query interrupted`
+    in place of the handler's `Cancelled`: still the cancellation (a run recorded
+    `cancelled`, exit 143), not `internal error` and exit 1, as a SIGTERM that landed in a
+    lake query made of `crucible run` once."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MID_QUERY], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        time.sleep(0.3)  # in the query
+        proc.send_signal(signal.SIGTERM)
+        assert proc.stdout.readline() == f"RuntimeError True {int(signal.SIGTERM)}\n"
+        assert proc.wait(30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
