@@ -226,9 +226,29 @@ def stop_tree(*roots: int, settle_s: float = 2.0) -> tuple[int, ...]:
 def resisting(root: int) -> list[int]:
     """The processes of `root`'s tree that run or sleep though `stop_tree` stopped it: a
     SIGSTOP lands at once on both, so after its settle time they were continued (by
-    another of the tree) or outran its passes. One in uninterruptible sleep (D: in the
-    kernel, a driver call) is not counted; its stop lands when it leaves."""
-    return [p for p in _descendants(root) if (st := _stat(p)) is not None and st[0] in b"RS"]
+    another of the tree) or outran its passes. Not counted: one in uninterruptible sleep
+    (D: in the kernel, a driver call), and one whose SIGSTOP is still pending (a machine
+    so loaded that it was not scheduled since: a SIGCONT would have discarded it); their
+    stop lands when they next run."""
+    return [
+        p
+        for p in _descendants(root)
+        if (st := _stat(p)) is not None and st[0] in b"RS" and not _stop_pending(p)
+    ]
+
+
+def _stop_pending(pid: int) -> bool:
+    """Whether a SIGSTOP waits to be delivered to `pid` (/proc/<pid>/status: SigPnd for
+    the thread, ShdPnd for the process)."""
+    bit = 1 << (signal.SIGSTOP - 1)
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & bit:
+                    return True
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def continue_pids(pids: Iterable[int]) -> None:
