@@ -201,12 +201,17 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM])
-def test_a_second_signal_ends_the_command_at_once(first):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SECOND], cwd=ROOT, stdout=subprocess.PIPE,
+def _python(src: str) -> subprocess.Popen:
+    """`src` run by this Python in the repository, its output read as text."""
+    return subprocess.Popen(
+        [sys.executable, "-c", src], cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_ends_the_command_at_once(first):
+    proc = _python(_SECOND)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(first)
@@ -220,10 +225,7 @@ def test_a_second_signal_ends_the_command_at_once(first):
 
 
 def test_a_second_signal_ends_it_while_the_main_thread_is_stuck():
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _STUCK], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _python(_STUCK)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signal.SIGINT)
@@ -254,10 +256,7 @@ def test_a_signal_mid_query_is_a_cancellation_not_an_error():
     in place of the handler's `Cancelled`: still the cancellation (a run recorded
     `cancelled`, exit 143), not `internal error` and exit 1, as a SIGTERM that landed in a
     lake query made of `crucible run` once."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _MID_QUERY], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _python(_MID_QUERY)
     try:
         assert proc.stdout.readline() == "ready\n"
         time.sleep(0.3)  # in the query
