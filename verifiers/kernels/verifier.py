@@ -173,7 +173,11 @@ class KernelVerifier(Verifier):
     # compiles an extension's C++ unit too (a broken cpp_sources passed compile before)
     # 5: a node whose CC is outside the sandbox (a GPU image's /opt/gcc) no longer gives
     # every CUDA extension compile_error (torch wrote that CC as nvcc's -ccbin)
-    version = "6"
+    # 6: one more small trial's red zones hold huge finite values
+    # 7: a timed run pauses the other jobs instead of draining them, on a GPU checked quiet
+    # first (gpu_not_quiet: infra); a job whose processes keep running through the pause
+    # (SIGCONT among its own) is resisted_stop, where its own timing may have passed before
+    version = "7"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
