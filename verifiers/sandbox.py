@@ -211,7 +211,7 @@ def stop_tree(*roots: int, settle_s: float = 2.0) -> tuple[int, ...]:
                 stopped.add(pid)
         if new:
             continue
-        running = [p for p in stopped if (st := _stat(p)) is not None and st[0] not in b"TtZX"]
+        running = [p for p in stopped if not _states(p) <= _HELD]
         if not running:
             if all(p in seen for p in _descendants(*roots)):  # listed after all stopped
                 break
@@ -230,11 +230,27 @@ def resisting(root: int) -> list[int]:
     (D: in the kernel, a driver call), and one whose SIGSTOP is still pending (a machine
     so loaded that it was not scheduled since: a SIGCONT would have discarded it); their
     stop lands when they next run."""
-    return [
-        p
-        for p in _descendants(root)
-        if (st := _stat(p)) is not None and st[0] in b"RS" and not _stop_pending(p)
-    ]
+    return [p for p in _descendants(root) if _states(p) & _RUNS and not _stop_pending(p)]
+
+
+_HELD = {b"T", b"t", b"Z", b"X"}  # stopped (by a signal, by a tracer), or ended
+_RUNS = {b"R", b"S"}  # running, or asleep where a signal wakes it
+
+
+def _states(pid: int) -> set[bytes]:
+    """The states of `pid`'s threads (b"R", b"S", b"D", b"T", ...; none when it is gone). The
+    leader's alone unless it shows Z: a leader whose thread ended while its other threads
+    run (pthread_exit from main) is listed as a zombie, and they are what runs."""
+    st = _stat(pid)
+    if st is None:
+        return set()
+    if st[0] != b"Z":
+        return {st[0]}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {st[0]}
+    return {t[0] for tid in tids if (t := _stat(f"{pid}/task/{tid}")) is not None} or {st[0]}
 
 
 def _stop_pending(pid: int) -> bool:

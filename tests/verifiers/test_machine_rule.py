@@ -453,7 +453,15 @@ def test_rtl_reference_on_a_slow_machine_is_infra_machine_slow(rtl):
     # wait) and a 0.05 s wall is then mostly blocked time, which the rule reads as a hang
     # (seen at the end of a full run, after the container image builds)
     assert rtl.verify(task, task.reference).passed
-    v = rtl.verify(task, task.reference, Limits(timeout_s=0.05, cpu_s=20))
+    # a 0.05 s wall on the loaded suite host can still be mostly blocked time (exec, page
+    # faults: 0.02 s of 0.04 s in one clean-clone run), the run's own by the rule; up to
+    # three tries, each a time-out or machine_slow, and a rule that never finds the
+    # machine to blame fails them all
+    for _ in range(3):
+        v = rtl.verify(task, task.reference, Limits(timeout_s=0.05, cpu_s=20))
+        if (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"):
+            break
+        assert (v.status, v.code) == (Status.TIMEOUT, "tool_timeout"), v.feedback
     assert (v.status, v.code) == (Status.INFRA_ERROR, "machine_slow"), v.feedback
     failed = next(c for c in v.checks if not c.ok)
     assert "CPU" in failed.detail and "wall" in failed.detail
