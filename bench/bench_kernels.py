@@ -468,11 +468,13 @@ def main() -> int:
         results.setdefault("timing_pauses", {})[domain] = {
             "pauses": lock.pauses,
             "seconds": round(lock.pause_s, 3),
+            "resisted": lock.resisted,  # jobs killed for running through a pause
         }
         if lock.pauses:
             print(
                 f"{domain}: {lock.pauses} timings paused the running jobs, "
                 f"{lock.pause_s:.1f}s in all ({lock.pause_s / lock.pauses * 1e3:.1f} ms each)"
+                f"; {lock.resisted} jobs killed for running through one"
             )
         v.close()
 
