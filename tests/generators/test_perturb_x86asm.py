@@ -28,6 +28,7 @@ from generators.perturb.x86asm import (
     wrong_scale,
 )
 from tests.adversarial.x86asm.verifiers import needs_x86
+from tests.verifiers.x86wall import inconclusive_wall, reference_ok, verify_settled
 from verifiers import domain as domain_registry
 from verifiers.catalog import load_task
 from verifiers.contract import Status
@@ -138,23 +139,29 @@ def judged():
     return out
 
 
+def task_of(name: str):
+    return load_task(ROOT / "tasks" / "x86asm" / name)
+
+
 @needs_x86
 def test_every_kind_of_edit_gets_its_label(judged):
     """Every candidate the generator makes for six catalog tasks (~100: references,
     rewrites, each mutation, the copies) judged through every gate, the perf gate's timed
     rounds and callgrind count included: over 30 s because the labels of correct code of
     other speeds (opt_*) are only known once it has been measured."""
-    seen, busy = Counter(), []
+    seen = Counter()
     for name, c, v in judged:
         op = c.generator.split(":", 1)[1]
         seen[op] += 1
+        same = c.origin == "reference" or op in ("relabel", "reformat")
+        if same and inconclusive_wall(v):  # the loaded host's noise: measured again
+            from verifiers.x86asm.verifier import X86Verifier
+
+            v = verify_settled(X86Verifier(), task_of(name), c.code, tries=2)
         where = (name, c.generator, v.status, v.code, v.feedback[:300])
         assert v.status is not Status.INFRA_ERROR, where
-        if c.origin == "reference" or op in ("relabel", "reformat"):
-            if _inconclusive_wall(v):
-                busy.append(where)
-                continue
-            assert v.status is Status.PASS, where
+        if same:
+            assert reference_ok(task_of(name), v), where
         elif op.startswith("opt_"):  # correct code of another speed
             assert v.status in (Status.PASS, Status.SLOW), where
         elif op in BUILD:
@@ -163,25 +170,9 @@ def test_every_kind_of_edit_gets_its_label(judged):
             assert (v.status, v.code) == (Status.RUNTIME_ERROR, "abi_violation"), where
         elif op == "copied_input":
             assert (v.status, v.code) == (Status.SLOW, "copied_input"), where
-    # a reference only ~1.1x faster in wall time (mem_move) may stay inconclusive on this
-    # shared 2-core host with the suite beside it: slow, the rule for a speedup inside the
-    # noise; never more than one such, never one below its instruction bar
-    assert len(busy) <= 1, busy
     for op in ("off_by_one_bound", "signedness_swap", "wrong_scale", "clobber_callee_saved",
                "copied_input", "misspelled_mnemonic", "relabel", "opt_O2"):  # fmt: skip
         assert seen[op], f"{op} applied to none of {TASKS}"
-
-
-def _inconclusive_wall(v) -> bool:
-    """slow only for want of a clear wall-time interval: faster in instructions past the
-    bar, the median faster than the baseline, the interval's low end under the bar."""
-    m = v.metrics
-    return (
-        (v.status, v.code) == (Status.SLOW, "slow")
-        and m.get("speedup", 0) > m.get("instruction_bar_applied", float("inf"))
-        and m.get("speedup_wall", 0) > m.get("wall_bar_applied", float("inf"))
-        and not m.get("wall_clears_bar", True)
-    )
 
 
 @needs_x86

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial.x86asm.verifiers import CopyGateOff, needs_x86
+from tests.verifiers.x86wall import WALL_MARGINAL, reference_ok, verify_settled
 from verifiers.catalog import load_catalog
 from verifiers.contract import Limits, Status
 from verifiers.x86asm.verifier import X86Verifier
@@ -59,9 +60,10 @@ def verifier():
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_passes_and_the_baselines_hold(name, catalog, verifier):
     task = catalog[0][name]
-    v = verifier.verify(task, task.reference)
-    assert v.status is Status.PASS, (v.code, v.feedback[:600])
-    assert v.metrics["speedup"] > 1 and v.metrics["speedup_wall"] > 1
+    v = verify_settled(verifier, task, task.reference)
+    assert reference_ok(task, v), (v.code, v.feedback[:600])
+    assert v.metrics["speedup"] > 1
+    assert v.metrics["speedup_wall"] > 1 or task.name in WALL_MARGINAL
     for level in ("O0", "O3"):
         code = task.harness["baselines"][level]
         ok = verifier.verify(task, code, CORRECT)
