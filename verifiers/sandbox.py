@@ -174,12 +174,18 @@ def _stat(pid: int | str) -> list[bytes] | None:
     return raw[raw.rfind(b")") + 2 :].split()
 
 
-def _descendants(*roots: int) -> list[int]:
-    """`roots` and every process below them (one pass over /proc)."""
+def _children() -> dict[int, list[int]]:
+    """ppid -> its child pids (one pass over /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (st := _stat(entry)) is not None:
             children.setdefault(int(st[1]), []).append(int(entry))
+    return children
+
+
+def _descendants(*roots: int, children: dict[int, list[int]] | None = None) -> list[int]:
+    """`roots` and every process below them (one pass over /proc, or `children`)."""
+    children = _children() if children is None else children
     tree, todo = [], list(roots)
     while todo:
         pid = todo.pop()
@@ -223,14 +229,21 @@ def stop_tree(*roots: int, settle_s: float = 2.0) -> tuple[int, ...]:
     return tuple(sorted(stopped))
 
 
-def resisting(root: int) -> list[int]:
-    """The processes of `root`'s tree that run or sleep though `stop_tree` stopped it: a
+def resisting(*roots: int) -> dict[int, list[int]]:
+    """The processes of each root's tree that run or sleep though `stop_tree` stopped it: a
     SIGSTOP lands at once on both, so after its settle time they were continued (by
     another of the tree) or outran its passes. Not counted: one in uninterruptible sleep
     (D: in the kernel, a driver call), and one whose SIGSTOP is still pending (a machine
     so loaded that it was not scheduled since: a SIGCONT would have discarded it); their
-    stop lands when they next run."""
-    return [p for p in _descendants(root) if _states(p) & _RUNS and not _stop_pending(p)]
+    stop lands when they next run. Root -> its such pids, for the roots that have any (one
+    pass over /proc for them all)."""
+    children = _children()
+    found = {
+        r: [p for p in _descendants(r, children=children) if _states(p) & _RUNS] for r in roots
+    }
+    return {
+        r: left for r, pids in found.items() if (left := [p for p in pids if not _stop_pending(p)])
+    }
 
 
 _HELD = {b"T", b"t", b"Z", b"X"}  # stopped (by a signal, by a tracer), or ended

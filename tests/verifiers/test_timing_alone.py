@@ -214,7 +214,7 @@ def test_processes_that_continue_each_other_are_stopped_all_the_same(program, pr
             before = _cpu(p.pid)
             time.sleep(0.1)
             states = {q: _states(q) for q in pids}
-            assert resisting(p.pid) == [], states
+            assert resisting(p.pid) == {}, states
             assert all(x <= {b"T", b"Z"} for x in states.values()), states
             assert _cpu(p.pid) - before < 0.01
             continue_pids(pids)

@@ -370,9 +370,10 @@ class GpuLock:
         try:
             roots = [r for w in workers if (r := w.root_pid()) is not None]
             self._paused = (workers, stop_tree(*roots, settle_s=self.settle_s), t0)
-            for w in workers:  # a job that kept running (SIGCONT among its own): killed
-                if (r := w.root_pid()) is not None and (left := resisting(r)):
-                    w.kill_resisting(left)
+            left = resisting(*roots)  # a job that kept running (SIGCONT among its own): killed
+            for w in workers:
+                if (r := w.root_pid()) in left:
+                    w.kill_resisting(left[r])
                     self.resisted += 1
             with self._cond:
                 while self._host_uses:
