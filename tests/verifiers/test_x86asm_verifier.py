@@ -192,6 +192,46 @@ def test_a_noise_level_wall_speedup_never_clears_the_bar():
     assert speed.instruction_bar(1.0) == speed.MIN_FLOOR and speed.instruction_bar(1.5) == 1.5
 
 
+def test_an_inconclusive_wall_time_is_timed_again_and_a_decided_one_is_not():
+    """The perf gate's loop over timed runs (measure_wall), fed rounds: a run a busy machine
+    slowed whole (seen: a 1.25x reference measured 1.03x under a 1.034 floor, its A/A calm)
+    is inconclusive, so it is timed again and the pooled rounds clear; a median at or under
+    the task's own bar ends at once, and one that never clears stops at TIMED_RUNS."""
+    from types import SimpleNamespace
+
+    from verifiers.x86asm import speed
+    from verifiers.x86asm import verifier as xv
+
+    slowed = _rounds(1.03, 1 / 1.034, jitter=0.002, seed=1)
+    w = speed.judge(slowed, 1.0)
+    assert w.speedup > w.least == speed.MIN_FLOOR and not w.clears and not w.decided
+    assert speed.judge(_rounds(1.0, 1.0), 1.0).decided  # no faster: more rounds change nothing
+    assert speed.judge(_rounds(1.3, 1.0), 1.0).decided  # cleared
+    assert speed.judge(_rounds(1.3, 1.0), 1.5).least == 1.5
+
+    class Fed(xv.X86Verifier):
+        def __init__(self, runs):
+            super().__init__()
+            self.runs, self.timed = list(runs), 0
+
+        def _time_function(self, ctx):
+            self.timed += 1
+            return (
+                self.runs.pop(0) if self.runs else _rounds(1.03, 1.0, jitter=0.1, seed=self.timed)
+            )
+
+    ctx = SimpleNamespace(task=SimpleNamespace(harness={}))
+    busy = Fed([slowed] + [_rounds(1.25, 1.0, seed=s) for s in range(2, 9)])
+    wall, _, _ = busy.measure_wall(ctx)
+    assert wall.clears and busy.timed == 2 and wall.rounds == 30, (busy.timed, wall)
+    same = Fed([_rounds(1.0, 1.0, seed=s) for s in range(9)])
+    wall, _, _ = same.measure_wall(ctx)
+    assert same.timed == 1 and not wall.clears
+    noisy = Fed([])  # a median above the bar, an interval that never clears it
+    wall, _, _ = noisy.measure_wall(ctx)
+    assert noisy.timed == xv.TIMED_RUNS and not wall.clears and not wall.decided, wall
+
+
 def test_perf_variants_share_places_and_differ_in_contents(task):
     """Every timed round gets inputs no earlier pass saw (a memo is worth nothing), at the
     sizes and places of the first (the caches see the same layout)."""

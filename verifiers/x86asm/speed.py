@@ -18,9 +18,14 @@ again). Each round gives a candidate pair (baseline / candidate) and an A/A pair
   passes must not raise the floor to a 20x candidate's speedup; the random part of the
   noise is the candidate's interval's to carry.)
 - A speedup is a pass only when the interval's lower end lies above the bar: the task's,
-  raised to the noise floor. The baseline timed against itself then passes only when at
-  least 13 of 15 rounds show it faster than the floor: a chance below ALPHA for noise,
-  and a placement effect larger than the A/A pair's own.
+  raised to the noise floor. A median at or under the task's own bar (at least MIN_FLOOR)
+  is decided: no faster, whatever the noise. Between the two (the median above the task's
+  bar, the interval or the floor not clear of it) the run is inconclusive, and the verifier
+  times again (`Wall.decided`): a noise floor raised by a busy machine, or a run the machine
+  slowed whole, costs time, not an honest candidate's label.
+- The baseline timed against itself then passes only when at least 13 of 15 rounds show
+  it faster than the floor: a chance below ALPHA for noise, and a placement effect larger
+  than the A/A pair's own.
 
 Pure functions of the times: the verifier measures, this decides.
 """
@@ -46,12 +51,19 @@ class Wall:
     aa_low: float  # its interval's ends
     aa_high: float
     bar: float  # what the interval's low end must clear: max(task bar, noise floor)
+    least: float  # the task's bar, at least MIN_FLOOR: what no noise floor raised
     spread: float  # interquartile range of the ratios over their median
     rounds: int
 
     @property
     def clears(self) -> bool:
         return self.low > self.bar
+
+    @property
+    def decided(self) -> bool:
+        """What more rounds would not change: cleared, or a median no faster than the
+        task's own bar (a median above it, under a floor the machine raised, is not)."""
+        return self.clears or self.speedup <= self.least
 
     def metrics(self) -> dict[str, object]:
         return {
@@ -85,6 +97,7 @@ def judge(times: list[tuple[int, int, int]], task_bar: float) -> Wall:
         aa_low=alow,
         aa_high=ahigh,
         bar=max(task_bar, floor),
+        least=max(task_bar, MIN_FLOOR),
         spread=(q[2] - q[0]) / mid if mid else 0.0,
         rounds=len(times),
     )
