@@ -406,16 +406,31 @@ def main() -> int:
             # build node's would be) and seeded before the batch
             b0 = time.perf_counter()
             node = type(v)(device="cpu", cache_dir=cache / "build", workers=args.workers)
+            spent: list[float] = []  # each candidate's build, the seconds a build node spends
+
+            def build_one(t, c, _build=node.prebuild, _spent=spent):
+                s0 = time.perf_counter()
+                try:
+                    return _build(t, c)
+                finally:
+                    _spent.append(time.perf_counter() - s0)
+
             try:
-                with concurrent.futures.ThreadPoolExecutor(node.pool(limits).size) as ex:
+                runners = node.pool(limits).size
+                with concurrent.futures.ThreadPoolExecutor(runners) as ex:
                     tasks_, codes = [t for t, _c, _g in mine], [c for _t, c, _g in mine]
-                    built = list(ex.map(node.prebuild, tasks_, codes))
+                    built = list(ex.map(build_one, tasks_, codes))
             finally:
                 node.close()
             counts = v.seed([e for entries in built for e in entries])
             results.setdefault("prebuild", {})[domain] = {
                 "seconds": round(time.perf_counter() - b0, 2),
+                "runners": runners,
+                "candidates": len(mine),
                 "candidates_built": sum(1 for e in built if e),
+                # a runner's build holds about one core (nvcc, g++, Triton's compile): what
+                # the projection counts as build-node core-seconds
+                "build_s_sum": round(sum(spent), 2),
                 **counts,
             }
             print(f"  {domain} prebuilt: {results['prebuild'][domain]}", flush=True)

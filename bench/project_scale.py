@@ -11,6 +11,9 @@ node). GPU domains (cuda, triton), from the `bench_kernels.py` run given:
 - GPU-bound ceiling: what one GPU could take if CPU work (builds, sandbox starts, Triton's
   JIT) were never its bottleneck: one candidate that reaches timing holds the GPU alone for
   its median exclusive seconds; correctness runs share the card and are not counted.
+- A run made with `bench_kernels.py --prebuild` built each batch first, as build nodes
+  would: its GPU rate is without those builds, and their seconds (a runner's build holds
+  about one core) are counted as CPU-node core-hours of their own (`<domain> build`).
 Then: which GPU count fits the mission's 2.5 M samples in 24 h at each rate, the cores
 the GPU nodes' CPU work needs at that count, and what stops it.
 """
@@ -63,11 +66,23 @@ def gpu_side(run: dict) -> dict[str, dict]:
             "ceiling_per_s": (1 / (excl_med * timed)) if excl_med and timed else None,
             # the node's cores were busy for this long a candidate (16 cores, its wall)
             "node_core_s_per_candidate": NODE_CORES / (t["per_min"] / 60),
+            "build_core_s_per_candidate": build_core_s(run.get("prebuild", {}).get(d)),
         }
     return out
 
 
-def project(core_rates: dict[str, float], gpu_rates: dict[str, float]) -> dict:
+def build_core_s(pre: dict | None) -> float | None:
+    """A build node's core-seconds per candidate, from a `--prebuild` run's record."""
+    if not pre or not pre.get("candidates") or "build_s_sum" not in pre:
+        return None
+    return pre["build_s_sum"] / pre["candidates"]
+
+
+def project(
+    core_rates: dict[str, float], gpu_rates: dict[str, float], build_s: dict[str, float]
+) -> dict:
+    """Hours per domain at the rates; `build_s`: a GPU domain's build-node core-seconds per
+    candidate (a `--prebuild` run), counted as core-hours of their own."""
     core_s = gpu_s = 0.0
     rows = []
     for d, share in MIX.items():
@@ -78,14 +93,21 @@ def project(core_rates: dict[str, float], gpu_rates: dict[str, float]) -> dict:
         else:
             s = cands / core_rates[d]
             core_s += s
+        unit = "GPU" if d in gpu_rates else "core"
         rows.append(
-            {
-                "domain": d,
-                "candidates": round(cands),
-                "hours": round(s / 3600, 1),
-                "unit": "GPU" if d in gpu_rates else "core",
-            }
+            {"domain": d, "candidates": round(cands), "hours": round(s / 3600, 1), "unit": unit}
         )
+        if d in gpu_rates and build_s.get(d):
+            b = cands * build_s[d]
+            core_s += b
+            rows.append(
+                {
+                    "domain": f"{d} build",
+                    "candidates": round(cands),
+                    "hours": round(b / 3600, 1),
+                    "unit": "core",
+                }
+            )
     return {
         "rows": rows,
         "core_hours": round(core_s / 3600, 1),
@@ -129,13 +151,14 @@ def main() -> int:
         rates = {d: g[key] for d, g in gpu.items() if g[key]}
         if len(rates) < len(gpu):
             continue
-        proj = project(core, rates)
+        builds = {d: g["build_core_s_per_candidate"] for d, g in gpu.items()}
+        proj = project(core, rates, {d: b for d, b in builds.items() if b})
         result[label] = proj
         say()
         say(f"== {label}: {TARGET_SAMPLES:,} samples (mix {MIX})")
         for r in proj["rows"]:
             say(
-                f"  {r['domain']:9} {r['candidates']:>12,} candidates "
+                f"  {r['domain']:12} {r['candidates']:>12,} candidates "
                 f"{r['hours']:>10,} {r['unit']}-h"
             )
         say(
