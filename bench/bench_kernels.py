@@ -15,6 +15,10 @@ extension (`load_inline`) of the same kernels.
 every catalog task's stray-store and launch-limit perturbations beside the 64 references
 (#29: all of them must fail, every reference pass).
 
+`--build-only` needs no GPU: the references and perturbations are built as build nodes
+build them (`prebuild` on CPU runners) and nothing is verified; the build tier's seconds
+per candidate go to `bench/project_scale.py --build-run`.
+
 `--kernelbench PATH` (a KernelBench checkout, or a copy of its src/ and KernelBench/level1)
 adds `bench/kernelbench_phase.py`: level-1 problems at their own sizes verified by Crucible
 and by KernelBench's own eval in the same process, side by side.
@@ -153,6 +157,73 @@ def spread(tasks, n: int) -> list:
     return out
 
 
+def build_batch(cls, mine, limits: Limits, cache: Path, workers: int | None):
+    """`mine` ((task, code, generator) items) built as a build node builds them: `cls`'s
+    `prebuild` on CPU runners of this node, side by side. Returns each candidate's entries
+    and the record: wall seconds, runners, each candidate's build seconds (summed, and
+    their median, p90, max), how many built anything."""
+    b0 = time.perf_counter()
+    node = cls(device="cpu", cache_dir=cache, workers=workers)
+    spent: list[float] = []
+
+    def build_one(t, c):
+        s0 = time.perf_counter()
+        try:
+            return node.prebuild(t, c)
+        finally:
+            spent.append(time.perf_counter() - s0)
+
+    try:
+        runners = node.pool(limits).size
+        with concurrent.futures.ThreadPoolExecutor(runners) as ex:
+            built = list(ex.map(build_one, [t for t, _c, _g in mine], [c for _t, c, _g in mine]))
+    finally:
+        node.close()
+    q = sorted(spent)
+    return built, {
+        "seconds": round(time.perf_counter() - b0, 2),
+        "runners": runners,
+        "candidates": len(mine),
+        "candidates_built": sum(1 for e in built if e),
+        # a runner's build holds about one core (nvcc, g++, Triton's compile): what the
+        # projection counts as build-node core-seconds
+        "build_s_sum": round(sum(spent), 2),
+        "build_s_median": round(statistics.median(q), 3) if q else None,
+        "build_s_p90": round(q[max(0, math.ceil(0.9 * len(q)) - 1)], 3) if q else None,
+        "build_s_max": round(q[-1], 3) if q else None,
+        "entry_bytes": sum(len(json.dumps(e)) for entries in built for e in entries),
+    }
+
+
+def brief(record: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in record.items())
+
+
+def build_only(args, tasks, limits: Limits, cache: Path) -> dict:
+    """--build-only: the build tier alone (no GPU needed): each domain's references and
+    perturbations built as build nodes build them, and nothing verified."""
+    from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
+
+    classes = {"cuda": CudaVerifier, "triton": TritonVerifier}
+    items = candidates(tasks, False) + [
+        it
+        for it in candidates(spread(tasks, args.perturb_tasks), True)
+        if it[2] != "catalog:reference"
+    ]
+    relu = next((t for t in tasks if t.domain == "cuda" and t.name == "relu"), None)
+    if relu is not None and args.with_extension:
+        ext = ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py"
+        items.insert(0, (relu, ext.read_text(), "fixture:extension"))
+    out: dict = {"cores": os.cpu_count(), "prebuild": {}}
+    for domain in sorted({t.domain for t, _c, _g in items}):
+        mine = [it for it in items if it[0].domain == domain]
+        print(f"\n== {domain}: {len(mine)} candidates built as a build node would", flush=True)
+        _built, record = build_batch(classes[domain], mine, limits, cache / domain, args.workers)
+        out["prebuild"][domain] = record
+        print(f"  {brief(record)}", flush=True)
+    return out
+
+
 def timing_ab(tasks, args, limits: Limits, cache: Path) -> dict:
     """Each reference timed by a fixed-count verifier (today's), an adaptive one and the
     fixed one again, interleaved per task: adaptive/fixed beside fixed/fixed (the noise
@@ -280,6 +351,18 @@ def main() -> int:
         "cubins and extensions; in the KernelBench phase, every candidate (its build-node "
         "seconds reported beside KernelBench's own precompile)",
     )
+    p.add_argument(
+        "--build-only",
+        action="store_true",
+        help="no GPU: build the references and perturbations as build nodes would, and "
+        "report the build tier's seconds per candidate (bench/project_scale.py --build-run)",
+    )
+    p.add_argument(
+        "--with-extension",
+        action="store_true",
+        help="with --build-only: the relu load_inline fixture in the cuda batch too (its "
+        "build over the torch headers is a minute or more of one core)",
+    )
     p.add_argument("--ext-kernels", type=int, default=2)
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
@@ -308,7 +391,10 @@ def main() -> int:
     args = p.parse_args()
     if args.only_kernelbench and not args.kernelbench:
         p.error("--only-kernelbench needs --kernelbench PATH")
+    if args.with_extension and not args.build_only:
+        p.error("--with-extension goes with --build-only (the GPU run's batch has it always)")
     name = "kernels_kernelbench.json" if args.only_kernelbench else "kernels.json"
+    name = "kernels_build.json" if args.build_only else name
     args.out = args.out or str(ROOT / "bench" / "results" / name)
 
     import torch
@@ -330,6 +416,12 @@ def main() -> int:
         print("task error:", e)
     dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     print(f"device: {dev}; torch {torch.__version__}; {len(tasks)} tasks", flush=True)
+    if args.build_only:
+        results = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
+        results.update(build_only(args, tasks, limits, cache))
+        save_json(results, args.out)
+        print(f"\nwrote {args.out}")
+        return 0
     one = not args.two_gpu_jobs
     kw = {"cache_dir": cache, "workers": args.workers, "one_gpu_job": one}
     kw["timing_pause"] = not args.drain
@@ -404,36 +496,10 @@ def main() -> int:
         if args.prebuild and callable(getattr(v, "prebuild", None)):
             # a build node's compiles, made first on this node's CPUs (timed apart, as a
             # build node's would be) and seeded before the batch
-            b0 = time.perf_counter()
-            node = type(v)(device="cpu", cache_dir=cache / "build", workers=args.workers)
-            spent: list[float] = []  # each candidate's build, the seconds a build node spends
-
-            def build_one(t, c, _build=node.prebuild, _spent=spent):
-                s0 = time.perf_counter()
-                try:
-                    return _build(t, c)
-                finally:
-                    _spent.append(time.perf_counter() - s0)
-
-            try:
-                runners = node.pool(limits).size
-                with concurrent.futures.ThreadPoolExecutor(runners) as ex:
-                    tasks_, codes = [t for t, _c, _g in mine], [c for _t, c, _g in mine]
-                    built = list(ex.map(build_one, tasks_, codes))
-            finally:
-                node.close()
-            counts = v.seed([e for entries in built for e in entries])
-            results.setdefault("prebuild", {})[domain] = {
-                "seconds": round(time.perf_counter() - b0, 2),
-                "runners": runners,
-                "candidates": len(mine),
-                "candidates_built": sum(1 for e in built if e),
-                # a runner's build holds about one core (nvcc, g++, Triton's compile): what
-                # the projection counts as build-node core-seconds
-                "build_s_sum": round(sum(spent), 2),
-                **counts,
-            }
-            print(f"  {domain} prebuilt: {results['prebuild'][domain]}", flush=True)
+            built, record = build_batch(type(v), mine, limits, cache / "build", args.workers)
+            record.update(v.seed([e for entries in built for e in entries]))
+            results.setdefault("prebuild", {})[domain] = record
+            print(f"  {domain} prebuilt: {brief(record)}", flush=True)
         v.verify = timed_verify
         t0 = time.perf_counter()
         try:

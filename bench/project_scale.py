@@ -1,6 +1,7 @@
 """The 2.5 M-sample projection redone from a GPU run measured on the H200 (issue #30).
 
     python bench/project_scale.py --gpu-run bench/results/kernels_i30.json \
+        [--build-run bench/results/kernels_build_cpu.json] \
         [--scale bench/results/scale.json] [--out bench/results/scale_i30]
 
 CPU domains: per-core rates from `bench_scale.py`'s run (`scale.json`, measured on a CPU
@@ -14,6 +15,9 @@ node). GPU domains (cuda, triton), from the `bench_kernels.py` run given:
 - A run made with `bench_kernels.py --prebuild` built each batch first, as build nodes
   would: its GPU rate is without those builds, and their seconds (a runner's build holds
   about one core) are counted as CPU-node core-hours of their own (`<domain> build`).
+  `--build-run` takes those seconds from a `bench_kernels.py --build-only` run (a CPU
+  node's, no GPU) for a GPU run without them: its GPU rate then still includes the
+  builds, so the build lines are the build tier's size, counted on top (an upper bound).
 Then: which GPU count fits the mission's 2.5 M samples in 24 h at each rate, the cores
 the GPU nodes' CPU work needs at that count, and what stops it.
 """
@@ -47,9 +51,12 @@ def candidates_per_pass(p0: float) -> float:
     return cands / passes
 
 
-def gpu_side(run: dict) -> dict[str, dict]:
-    """Per GPU domain: measured rate, exclusive seconds, CPU seconds per candidate."""
+def gpu_side(run: dict, builds: dict | None = None) -> dict[str, dict]:
+    """Per GPU domain: measured rate, exclusive seconds, CPU seconds per candidate; the
+    build seconds from the run's own `prebuild` records, else from `builds` (a
+    `--build-only` run's)."""
     out = {}
+    prebuild = run.get("prebuild") or (builds or {}).get("prebuild", {})
     rows = run.get("rows", [])
     for t in run.get("throughput", []):
         d = t["domain"]
@@ -66,7 +73,7 @@ def gpu_side(run: dict) -> dict[str, dict]:
             "ceiling_per_s": (1 / (excl_med * timed)) if excl_med and timed else None,
             # the node's cores were busy for this long a candidate (16 cores, its wall)
             "node_core_s_per_candidate": NODE_CORES / (t["per_min"] / 60),
-            "build_core_s_per_candidate": build_core_s(run.get("prebuild", {}).get(d)),
+            "build_core_s_per_candidate": build_core_s(prebuild.get(d)),
         }
     return out
 
@@ -121,16 +128,22 @@ def project(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu-run", type=Path, required=True, help="a bench_kernels.py JSON (H200)")
+    ap.add_argument(
+        "--build-run", type=Path, help="a bench_kernels.py --build-only JSON (a CPU node)"
+    )
     ap.add_argument("--scale", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     ap.add_argument("--out", type=Path, help="write OUT.txt and OUT.json")
     args = ap.parse_args()
-    for p in (args.gpu_run, args.scale):
-        if not p.exists():
+    for p in (args.gpu_run, args.scale, args.build_run):
+        if p is not None and not p.exists():
             ap.error(f"{p} does not exist")
     scale = json.loads(args.scale.read_text())
     core = {d: r["per_core_per_s"] for d, r in scale["core_rates"].items()}
     run = json.loads(args.gpu_run.read_text())
-    gpu = gpu_side(run)
+    builds = json.loads(args.build_run.read_text()) if args.build_run else None
+    if run.get("prebuild") and builds:
+        ap.error(f"{args.gpu_run} has build seconds of its own (--prebuild): drop --build-run")
+    gpu = gpu_side(run, builds)
     lines: list[str] = []
 
     def say(s: str = "") -> None:
@@ -139,6 +152,8 @@ def main() -> int:
 
     say(f"GPU run: {args.gpu_run} ({run.get('device')}, torch {run.get('torch')})")
     say(f"CPU rates: {args.scale} (per core: {core})")
+    if builds:
+        say(f"build tier: {args.build_run} ({builds.get('cores')} cores; no GPU)")
     for d, g in gpu.items():
         ceil = f"{g['ceiling_per_s']:.1f}" if g["ceiling_per_s"] else "-"
         excl = f"{g['exclusive_median_s']:.4f}" if g["exclusive_median_s"] else "-"
