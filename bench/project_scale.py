@@ -166,8 +166,8 @@ def main() -> int:
         rates = {d: g[key] for d, g in gpu.items() if g[key]}
         if len(rates) < len(gpu):
             continue
-        builds = {d: g["build_core_s_per_candidate"] for d, g in gpu.items()}
-        proj = project(core, rates, {d: b for d, b in builds.items() if b})
+        per_build = {d: g["build_core_s_per_candidate"] for d, g in gpu.items()}
+        proj = project(core, rates, {d: b for d, b in per_build.items() if b})
         result[label] = proj
         say()
         say(f"== {label}: {TARGET_SAMPLES:,} samples (mix {MIX})")
