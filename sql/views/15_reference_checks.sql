@@ -7,7 +7,8 @@
 -- (seen: a CAD reference that raises made each candidate an infra_error, retried
 -- forever): such a task is `refused`, and no stage selects it (sql/select_tasks.sql) nor
 -- exports it. An infra_error is the machine, retried, except `harness_error` (the task's
--- own harness is broken).
+-- own harness is broken); a `slow` reference is measured again on each run
+-- (sql/reference_todo.sql), and its latest verdict decides.
 CREATE OR REPLACE VIEW task_references AS
 SELECT task_id, domain, name, sha256(task_id || chr(0) || reference) AS reference_id
 FROM tasks

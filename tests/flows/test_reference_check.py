@@ -109,3 +109,67 @@ def test_a_run_whose_every_task_is_refused_stops_after_ingest(tmp_path, harness,
     assert not (lake / "exports").exists() or not any((lake / "exports").iterdir())
     assert q(lake, "SELECT count(*) FROM candidates") == [(0,)]
     assert q(lake, "SELECT count(*) FROM verdicts") == [(1,)]
+
+
+def test_a_slow_reference_is_measured_again_each_run_and_its_latest_verdict_decides(
+    tmp_path, local_ray
+):
+    """A `slow` reference is a measurement, and a busy machine can hide a real gain (an
+    x86asm reference 1.25x faster was left `slow` by a loaded CI host): it is measured
+    again on every run, never refused for the verifier's version on one reading. Here the
+    reference is its own -O3 baseline (`optimized = "ref.c"` at -O3: `slow` /
+    `copied_input` on every reading): refused, and measured again on the rerun; once a
+    verdict of it passes (one appended, as a later run's reading would be), the task is
+    neither measured again nor refused, and its candidates are made."""
+    from lake.store import Lake
+    from lake.writer import BatchWriter
+    from verifiers.contract import Status, Verdict
+
+    root = tmp_path / "catalog"
+    task_dir = root / "x86asm" / "popcount_copy"
+    shutil.copytree(CATALOG / "x86asm" / "popcount_array", task_dir)
+    toml = (task_dir / "task.toml").read_text()
+    toml = toml.replace('name = "popcount_array"', 'name = "popcount_copy"', 1)
+    toml = toml.replace('optimized = "opt.c"', 'optimized = "ref.c"\noptimized_flags = ["-O3"]')
+    (task_dir / "task.toml").write_text(toml)
+    lake = tmp_path / "lake"
+
+    def run() -> stages.StageContext:
+        s = PipelineSettings(lake=lake, task_roots=(root,), domains=("x86asm",))
+        with stages.stage_context(s, "run") as ctx:
+            stages.ingest(ctx)
+            stages.generate(ctx)
+        return ctx
+
+    for _ in range(2):  # refused each time, and each time measured again
+        ctx = run()
+        (refused,) = [e for e in ctx.refused if isinstance(e, ReferenceFails)]
+        assert "slow copied_input" in str(refused) and "measured again" in str(refused)
+        assert ctx.counts["references_verified"] == 1
+        assert "popcount_copy" not in _per_task(lake)
+    assert ctx.counts["references_measured_again"] == 1  # the second run's
+    ((ref_id, task_id, verifier, version, n),) = q(
+        lake,
+        "SELECT candidate_id, task_id, verifier, verifier_version, count(*) FROM raw_verdicts "
+        "GROUP BY ALL",
+    )
+    assert n == 2
+    # the reading after them is stored with an id of its own, however it ends
+    assert len({r[0] for r in q(lake, "SELECT verdict_id FROM raw_verdicts")}) == 2
+    with BatchWriter(Lake(lake), run_id="a-later-reading") as w:
+        w.add_verdict(
+            stages.read_again(
+                Verdict(
+                    candidate_id=ref_id,
+                    task_id=task_id,
+                    domain="x86asm",
+                    status=Status.PASS,
+                    verifier=verifier,
+                    verifier_version=version,
+                )
+            )
+        )
+    ctx = run()
+    assert not [e for e in ctx.refused if isinstance(e, ReferenceFails)]
+    assert ctx.counts["references_verified"] == 0
+    assert _per_task(lake)["popcount_copy"].get("perturb")
