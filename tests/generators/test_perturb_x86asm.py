@@ -7,6 +7,7 @@ past an unrolled loop's remainder, a shift of a value that is never negative).""
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from pathlib import Path
@@ -130,7 +131,7 @@ def judged():
     gen, verifier = X86PerturbGenerator(), X86Verifier()
     out = []
     for name in TASKS:
-        task = load_task(ROOT / "tasks" / "x86asm" / name)
+        task = task_of(name)
         cands = gen.generate(task)
         again = gen.generate(task)
         assert [(c.code, c.generator) for c in cands] == [(c.code, c.generator) for c in again]
@@ -139,8 +140,18 @@ def judged():
     return out
 
 
+@functools.cache
 def task_of(name: str):
+    """A catalog task, loaded once (loading builds its C with gcc)."""
     return load_task(ROOT / "tasks" / "x86asm" / name)
+
+
+@functools.cache
+def settling_verifier():
+    """The one verifier a test measures a reference again with (its kits kept)."""
+    from verifiers.x86asm.verifier import X86Verifier
+
+    return X86Verifier()
 
 
 @needs_x86
@@ -155,9 +166,7 @@ def test_every_kind_of_edit_gets_its_label(judged):
         seen[op] += 1
         same = c.origin == "reference" or op in ("relabel", "reformat")
         if same and inconclusive_wall(v):  # the loaded host's noise: measured again
-            from verifiers.x86asm.verifier import X86Verifier
-
-            v = verify_settled(X86Verifier(), task_of(name), c.code, tries=2)
+            v = verify_settled(settling_verifier(), task_of(name), c.code, tries=2)
         where = (name, c.generator, v.status, v.code, v.feedback[:300])
         assert v.status is not Status.INFRA_ERROR, where
         if same:
@@ -205,7 +214,7 @@ def test_surviving_edits_are_equivalent_as_far_as_many_more_inputs_tell(judged):
     survivors = [(n, c) for n, c, v in judged if c.origin == "perturb" and v.passed]
     for name, c in survivors:
         if name not in heavy:
-            t = load_task(ROOT / "tasks" / "x86asm" / name).to_dict()
+            t = task_of(name).to_dict()
             t.pop("task_id")
             t["harness"] = {**t["harness"], "random_cases": 800}
             heavy[name] = Task.from_dict(t)
