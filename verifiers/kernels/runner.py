@@ -1160,15 +1160,14 @@ class Runner:
 
 def prime(device: str, aot: bool = False) -> None:
     """What the first candidate would otherwise pay: the meta device's first math op (it
-    imports torch._dynamo: 2-7 s, measured on the H200 and here, paid inside the launch
-    dry run), and the imports of Triton and CuPy. Nothing here touches CUDA: children are
-    forked from this process, and a CUDA context does not survive a fork (each child
-    makes its own). An `aot` runner only compiles Triton (no dry run, no meta tensors):
-    it imports Triton and skips the rest (~1.5 CPU-s a start). Runners that compile
-    Triton also hash Triton's own files here once (`prime_triton_keys`)."""
-    if not aot:
-        with torch.device("meta"):
-            torch.ones(2).mul(2.0)
+    imports torch._dynamo: 2-7 s, measured on the H200, 0.9 s here, paid inside the launch
+    dry run and an `aot` runner's `precompile`, both forwards on meta tensors), and the
+    imports of Triton and CuPy. Nothing here touches CUDA: children are forked from this
+    process, and a CUDA context does not survive a fork (each child makes its own). An
+    `aot` runner skips CuPy. Runners that compile Triton also hash Triton's own files
+    here once (`prime_triton_keys`)."""
+    with torch.device("meta"):
+        torch.ones(2).mul(2.0)
     with contextlib.suppress(ImportError):
         import triton
         import triton.language  # noqa: F401
