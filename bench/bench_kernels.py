@@ -157,13 +157,32 @@ def spread(tasks, n: int) -> list:
     return out
 
 
+def node_cpu_s() -> float | None:
+    """This node's busy CPU seconds so far, all cores (/proc/stat: user, nice, system,
+    irq, softirq, steal); None where unreadable."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+        busy = sum(int(fields[i]) for i in (1, 2, 3, 6, 7, 8))
+        return busy / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def build_batch(cls, mine, limits: Limits, cache: Path, workers: int | None):
     """`mine` ((task, code, generator) items) built as a build node builds them: `cls`'s
     `prebuild` on CPU runners of this node, side by side. Returns each candidate's entries
     and the record: wall seconds, runners, each candidate's build seconds (summed, and
-    their median, p90, max), how many built anything."""
-    b0 = time.perf_counter()
+    their median, p90, max), how many built anything, and the CPU seconds the node was
+    busy meanwhile (`cpu_s`: the build's core-seconds on a node doing nothing else; a
+    candidate's wall seconds also count its wait for a core, and its runner's start)."""
     node = cls(device="cpu", cache_dir=cache, workers=workers)
+    s0 = time.perf_counter()
+    if cls.domain == "triton":  # a build node's compilers are warm: started before timing
+        node.pool(Limits(), aot=True).warm_up()  # the pool `prebuild` leases from
+    started = time.perf_counter() - s0
+    b0 = time.perf_counter()
+    c0 = node_cpu_s()
     spent: list[float] = []
 
     def build_one(t, c):
@@ -179,9 +198,12 @@ def build_batch(cls, mine, limits: Limits, cache: Path, workers: int | None):
             built = list(ex.map(build_one, [t for t, _c, _g in mine], [c for _t, c, _g in mine]))
     finally:
         node.close()
+    c1 = node_cpu_s()
     q = sorted(spent)
     return built, {
         "seconds": round(time.perf_counter() - b0, 2),
+        "cpu_s": round(c1 - c0, 2) if c0 is not None and c1 is not None else None,
+        "runners_start_s": round(started, 2),
         "runners": runners,
         "candidates": len(mine),
         "candidates_built": sum(1 for e in built if e),

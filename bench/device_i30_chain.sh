@@ -8,7 +8,7 @@
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -39,4 +39,12 @@ step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone
 step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --out "$RES/prebuild.json"
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
+# does a build node's precompile spare the GPU node Triton's compile (the JIT's keys)?
+step seedprobe 300 python3 bench/probe_triton_seed.py --n 8 --out "$RES/seedprobe.json"
+# each build tier alone on this node's cores, warm runners (its CPU seconds); the CUDA
+# one with the batch's load_inline fixture, as the batch has it
+step tritonbuild 300 python3 bench/bench_kernels.py --build-only --domains triton \
+    --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/tritonbuild.json"
+step cudabuild 300 python3 bench/bench_kernels.py --build-only --domains cuda --with-extension \
+    --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/cudabuild.json"
 touch "$RES/ALL_DONE"

@@ -13,11 +13,13 @@ node). GPU domains (cuda, triton), from the `bench_kernels.py` run given:
   JIT) were never its bottleneck: one candidate that reaches timing holds the GPU alone for
   its median exclusive seconds; correctness runs share the card and are not counted.
 - A run made with `bench_kernels.py --prebuild` built each batch first, as build nodes
-  would: its GPU rate is without those builds, and their seconds (a runner's build holds
-  about one core) are counted as CPU-node core-hours of their own (`<domain> build`).
-  `--build-run` takes those seconds from a `bench_kernels.py --build-only` run (a CPU
-  node's, no GPU) for a GPU run without them: its GPU rate then still includes the
-  builds, so the build lines are the build tier's size, counted on top (an upper bound).
+  would: its GPU rate is without those builds, and their CPU seconds (the node's busy
+  seconds during the builds; in older runs each build's wall seconds) are counted as
+  CPU-node core-hours of their own (`<domain> build`).
+  `--build-run` takes those seconds from `bench_kernels.py --build-only` runs instead
+  (warm runners, the node's CPU seconds measured), for the domains each one built. Given
+  with a GPU run made without `--prebuild`, whose rate still includes the builds, the
+  build lines are counted on top (an upper bound).
 Then: which GPU count fits the mission's 2.5 M samples in 24 h at each rate, the cores
 the GPU nodes' CPU work needs at that count, and what stops it.
 """
@@ -51,12 +53,12 @@ def candidates_per_pass(p0: float) -> float:
     return cands / passes
 
 
-def gpu_side(run: dict, builds: dict | None = None) -> dict[str, dict]:
+def gpu_side(run: dict, builds: dict[str, dict] | None = None) -> dict[str, dict]:
     """Per GPU domain: measured rate, exclusive seconds, CPU seconds per candidate; the
-    build seconds from the run's own `prebuild` records, else from `builds` (a
-    `--build-only` run's)."""
+    build seconds from `builds` (per domain, `--build-only` runs' records), else from the
+    run's own `prebuild` records."""
     out = {}
-    prebuild = run.get("prebuild") or (builds or {}).get("prebuild", {})
+    prebuild = {**(run.get("prebuild") or {}), **(builds or {})}
     rows = run.get("rows", [])
     for t in run.get("throughput", []):
         d = t["domain"]
@@ -79,8 +81,15 @@ def gpu_side(run: dict, builds: dict | None = None) -> dict[str, dict]:
 
 
 def build_core_s(pre: dict | None) -> float | None:
-    """A build node's core-seconds per candidate, from a `--prebuild` run's record."""
-    if not pre or not pre.get("candidates") or "build_s_sum" not in pre:
+    """A build node's core-seconds per candidate, from a `--prebuild` run's record: the
+    CPU seconds the node was busy during the builds (`cpu_s`), where the run measured
+    them; else each build's wall seconds summed (older runs: a build waiting for a core,
+    or its runner starting, counts as a core busy)."""
+    if not pre or not pre.get("candidates"):
+        return None
+    if pre.get("cpu_s") is not None:
+        return pre["cpu_s"] / pre["candidates"]
+    if "build_s_sum" not in pre:
         return None
     return pre["build_s_sum"] / pre["candidates"]
 
@@ -129,20 +138,31 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu-run", type=Path, required=True, help="a bench_kernels.py JSON (H200)")
     ap.add_argument(
-        "--build-run", type=Path, help="a bench_kernels.py --build-only JSON (a CPU node)"
+        "--build-run",
+        type=Path,
+        action="append",
+        default=[],
+        help="a bench_kernels.py --build-only JSON: its domains' build seconds, in place of "
+        "the GPU run's own (repeatable: one per domain's run)",
     )
     ap.add_argument("--scale", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     ap.add_argument("--out", type=Path, help="write OUT.txt and OUT.json")
     args = ap.parse_args()
-    for p in (args.gpu_run, args.scale, args.build_run):
+    for p in (args.gpu_run, args.scale, *args.build_run):
         if p is not None and not p.exists():
             ap.error(f"{p} does not exist")
     scale = json.loads(args.scale.read_text())
     core = {d: r["per_core_per_s"] for d, r in scale["core_rates"].items()}
     run = json.loads(args.gpu_run.read_text())
-    builds = json.loads(args.build_run.read_text()) if args.build_run else None
-    if run.get("prebuild") and builds:
-        ap.error(f"{args.gpu_run} has build seconds of its own (--prebuild): drop --build-run")
+    builds: dict[str, dict] = {}
+    tiers: list[str] = []
+    for p in args.build_run:
+        rec = json.loads(p.read_text())
+        mine = rec.get("prebuild") or {}
+        if not mine:
+            ap.error(f"{p} has no build records: is it a bench_kernels.py --build-only JSON?")
+        builds.update(mine)
+        tiers.append(f"{p} ({rec.get('device')}, {rec.get('cores')} cores: {', '.join(mine)})")
     gpu = gpu_side(run, builds)
     lines: list[str] = []
 
@@ -152,8 +172,8 @@ def main() -> int:
 
     say(f"GPU run: {args.gpu_run} ({run.get('device')}, torch {run.get('torch')})")
     say(f"CPU rates: {args.scale} (per core: {core})")
-    if builds:
-        say(f"build tier: {args.build_run} ({builds.get('cores')} cores; no GPU)")
+    for tier in tiers:
+        say(f"build tier: {tier}")
     for d, g in gpu.items():
         ceil = f"{g['ceiling_per_s']:.1f}" if g["ceiling_per_s"] else "-"
         excl = f"{g['exclusive_median_s']:.4f}" if g["exclusive_median_s"] else "-"
