@@ -47,4 +47,11 @@ step tritonbuild 300 python3 bench/bench_kernels.py --build-only --domains trito
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/tritonbuild.json"
 step cudabuild 300 python3 bench/bench_kernels.py --build-only --domains cuda --with-extension \
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/cudabuild.json"
+# where a GPU node's CPU goes in a prebuilt Triton batch: py-spy (a static binary put in
+# .bw/ by hand, never committed) samples the bench and every runner, collapsed stacks
+PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer_norm,linear_relu,relu,row_max,swiglu}
+[[ -x .bw/py-spy ]] && step profile 400 .bw/py-spy record --subprocesses --nonblocking \
+    --rate 50 --format raw -o "$RES/profile.txt" -- python3 bench/bench_kernels.py \
+    --domains triton --tasks "$PROFILE_TASKS" --perturb-tasks 8 --ext-kernels 0 \
+    --compile-baseline-tasks 0 --workers 16 --prebuild --out "$RES/profile_run.json"
 touch "$RES/ALL_DONE"
