@@ -179,7 +179,7 @@ def build_batch(cls, mine, limits: Limits, cache: Path, workers: int | None):
     node = cls(device="cpu", cache_dir=cache, workers=workers)
     s0 = time.perf_counter()
     if cls.domain == "triton":  # a build node's compilers are warm: started before timing
-        node.pool(Limits(), aot=True).warm_up()  # the pool `prebuild` leases from
+        node.pool(limits, aot=True).warm_up()  # the pool `prebuild` leases from
     started = time.perf_counter() - s0
     b0 = time.perf_counter()
     c0 = node_cpu_s()
@@ -188,7 +188,7 @@ def build_batch(cls, mine, limits: Limits, cache: Path, workers: int | None):
     def build_one(t, c):
         s0 = time.perf_counter()
         try:
-            return node.prebuild(t, c)
+            return node.prebuild(t, c, limits)
         finally:
             spent.append(time.perf_counter() - s0)
 
