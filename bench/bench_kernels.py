@@ -169,6 +169,12 @@ def node_cpu_s() -> float | None:
         return None
 
 
+def host_cpu_s() -> float:
+    """CPU seconds this process (the host: every verify thread) has used so far."""
+    t = os.times()
+    return t.user + t.system
+
+
 def build_batch(cls, mine, limits: Limits, cache: Path, workers: int | None):
     """`mine` ((task, code, generator) items) built as a build node builds them: `cls`'s
     `prebuild` on CPU runners of this node, side by side. Returns each candidate's entries
@@ -523,12 +529,15 @@ def main() -> int:
             results.setdefault("prebuild", {})[domain] = record
             print(f"  {domain} prebuilt: {brief(record)}", flush=True)
         v.verify = timed_verify
-        t0 = time.perf_counter()
+        t0, c0, h0 = time.perf_counter(), node_cpu_s(), host_cpu_s()
         try:
             verdicts = v.verify_many([(t, c) for t, c, _ in mine], limits)
         finally:
             del v.verify
         wall = time.perf_counter() - t0
+        c1 = node_cpu_s()
+        busy = (c1 - c0) / (wall * (os.cpu_count() or 1)) if None not in (c0, c1) else None
+        host = (host_cpu_s() - h0) / wall  # this process's threads: 1.0 is one core
         done_at = [x - t0 for x in done_at]
         for (t, _c, gen), vd in zip(mine, verdicts, strict=True):
             rows.append(row_of("perturbations", t, gen, vd))
@@ -543,11 +552,16 @@ def main() -> int:
                 "per_min": rate,
                 "p95_s": p95,
                 "per_min_first_95pct": n95 / p95 * 60 if p95 else 0.0,
+                # the node's cores busy during the batch (1.0: CPU-bound)
+                "cpu_busy": round(busy, 3) if busy is not None else None,
+                # the verifying process itself (its threads share one interpreter lock)
+                "host_cores_busy": round(host, 3),
             }
         )
         print(
             f"  {domain}: {len(mine)} in {wall:.1f}s = {rate:.1f}/min "
-            f"(the first {n95} in {p95:.1f}s = {n95 / p95 * 60 if p95 else 0:.1f}/min)",
+            f"(the first {n95} in {p95:.1f}s = {n95 / p95 * 60 if p95 else 0:.1f}/min); "
+            f"the node's cores {busy or 0:.0%} busy, this process {host:.2f} cores",
             flush=True,
         )
         save()

@@ -8,7 +8,7 @@
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 profile} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -47,6 +47,13 @@ step tritonbuild 300 python3 bench/bench_kernels.py --build-only --domains trito
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/tritonbuild.json"
 step cudabuild 300 python3 bench/bench_kernels.py --build-only --domains cuda --with-extension \
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/cudabuild.json"
+# a prebuilt Triton batch at 16 and at 32 runners: is the GPU node's rate its cores'?
+W_TASKS=${W_TASKS:-attention_scores_softmax,bias_tanh_scale,col_mean,cross_entropy_rows,ffn_residual_layernorm,gelu_tanh,layer_norm,linear_gelu_fp16,log_softmax_rows,matmul_fp32,relu,rms_norm,row_max,row_sum_fp16,single_head_attention,swiglu}
+for w in 16 32; do
+    step "workers$w" 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
+        --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers "$w" \
+        --prebuild --out "$RES/workers$w.json"
+done
 # where a GPU node's CPU goes in a prebuilt Triton batch: py-spy (a static binary put in
 # .bw/ by hand, never committed) samples the bench and every runner, collapsed stacks
 PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer_norm,linear_relu,relu,row_max,swiglu}
