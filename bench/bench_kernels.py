@@ -395,6 +395,12 @@ def main() -> int:
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
     p.add_argument(
+        "--no-timing",
+        action="store_true",
+        help="every gate but timing (a diagnosis, no speed labels): what the batch's rate "
+        "is without the timed runs, each of which holds the GPU alone",
+    )
+    p.add_argument(
         "--warm-refs",
         action="store_true",
         help="verify every reference a second time, build caches warm: its latency",
@@ -430,6 +436,9 @@ def main() -> int:
     from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
 
     limits = Limits(unconfined=args.unconfined)
+    if args.no_timing:
+        gates = ("format", "parse", "anticheat", "compile", "launch", "correct")
+        limits = dataclasses.replace(limits, gates=gates)
     if args.only_kernelbench:
         dev = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
         print(f"device: {dev}; torch {torch.__version__}", flush=True)

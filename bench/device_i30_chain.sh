@@ -8,7 +8,7 @@
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 profile} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 profile} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -54,6 +54,11 @@ for w in 16 32; do
         --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers "$w" \
         --prebuild --out "$RES/workers$w.json"
 done
+# the same batch without the timed runs (each holds the GPU alone and stops the others):
+# their share of the rate
+step notiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
+    --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
+    --prebuild --no-timing --out "$RES/notiming16.json"
 # where a GPU node's CPU goes in a prebuilt Triton batch: py-spy (a static binary put in
 # .bw/ by hand, never committed) samples the bench and every runner, collapsed stacks
 PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer_norm,linear_relu,relu,row_max,swiglu}
