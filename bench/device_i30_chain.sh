@@ -8,7 +8,7 @@
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 profile} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 profile hostgil} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -66,4 +66,10 @@ PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer
     --rate 50 --format raw -o "$RES/profile.txt" -- python3 bench/bench_kernels.py \
     --domains triton --tasks "$PROFILE_TASKS" --perturb-tasks 8 --ext-kernels 0 \
     --compile-baseline-tasks 0 --workers 16 --prebuild --out "$RES/profile_run.json"
+# the verifying process alone, only threads holding its interpreter lock: samples over
+# rate x seconds is how much of the batch that one lock was held (near 1: the host is serial)
+[[ -x .bw/py-spy ]] && step hostgil 300 .bw/py-spy record --gil --nonblocking --rate 50 \
+    --format raw -o "$RES/hostgil.txt" -- python3 bench/bench_kernels.py --domains triton \
+    --tasks "$W_TASKS" --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 \
+    --workers 16 --prebuild --out "$RES/hostgil_run.json"
 touch "$RES/ALL_DONE"
