@@ -5,7 +5,9 @@
 # in the environment: N tasks per domain perturbed (default 32).
 # Runs from a copy of the tree (a later call's re-sync cannot change it mid-run); each step
 # writes its log and JSON into RESULTS_DIR and a STEP.done marker; ALL_DONE ends the chain.
-# Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed).
+# Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed); the
+# profile and hostgil steps also py-spy's static binary as .bw/py-spy (`pip download
+# py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
 STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 profile hostgil} "
