@@ -10,7 +10,7 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 profile hostgil} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 devshare contexts profile hostgil} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -61,6 +61,10 @@ done
 step notiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
     --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
     --prebuild --no-timing --out "$RES/notiming16.json"
+# GPU memory handed over by fd (every trial's tensors): does the driver serialize it?
+step devshare 300 python3 bench/probe_devshare.py
+# fresh CUDA contexts, 1 to 16 at once (each job child makes one)
+step contexts 120 python3 bench/probe_cuda_context.py
 # where a GPU node's CPU goes in a prebuilt Triton batch: py-spy (a static binary put in
 # .bw/ by hand, never committed) samples the bench and every runner, collapsed stacks
 PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer_norm,linear_relu,relu,row_max,swiglu}
