@@ -10,7 +10,7 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 devshare contexts profile hostgil} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 devshare contexts sleepprobe profile hostgil} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -65,6 +65,8 @@ step notiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_
 step devshare 300 python3 bench/probe_devshare.py
 # fresh CUDA contexts, 1 to 16 at once (each job child makes one)
 step contexts 120 python3 bench/probe_cuda_context.py
+# the timed runs' queued sleep against the host's launch work, quiet and beside CPU hogs
+step sleepprobe 300 python3 bench/probe_timing_sleep.py --out "$RES/sleepprobe.json"
 # where a GPU node's CPU goes in a prebuilt Triton batch: py-spy (a static binary put in
 # .bw/ by hand, never committed) samples the bench and every runner, collapsed stacks
 PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer_norm,linear_relu,relu,row_max,swiglu}

@@ -767,6 +767,7 @@ def time_cuda(
     min_reps: int = 10,
     max_reps: int = 100,
     keep_last: bool = False,
+    sleep_us: float | None = None,
 ):
     """Median milliseconds of `fn(*args)`, L2 flushed before each run.
 
@@ -777,7 +778,8 @@ def time_cuda(
     synchronize's own latency, the gap between them is work still running on another
     stream (a side stream, a cuBLAS handle's stream): then the device-wide time is the
     time, and `off_stream_ms` says how much was off the timed stream. `keep_last`: also
-    return the last run's result (checked like a trial's)."""
+    return the last run's result (checked like a trial's). `sleep_us`: the queued sleep
+    before each run, in place of the rule below (`bench/probe_timing_sleep.py`)."""
     if mode not in TIMING_MODES:
         raise ValueError(f"timing mode {mode!r}: use one of {', '.join(TIMING_MODES)}")
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -801,6 +803,8 @@ def time_cuda(
         # events time the device's work, not the Python launch overhead in front of it
         sleep = getattr(torch.cuda, "_sleep", None)
         cycles = int(min(max(per, 0.05), 0.2) * 1e-3 * 2.0e9)  # 50-200 us at ~2 GHz
+        if sleep_us is not None:
+            cycles = int(sleep_us * 1e-6 * 2.0e9)
 
         def run_round(n: int) -> list[tuple[float, float]]:
             nonlocal out
