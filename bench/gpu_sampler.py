@@ -2,9 +2,11 @@
 
     python bench/gpu_sampler.py --out PREFIX [--every-ms 200] -- COMMAND...
 
-Writes PREFIX.csv (time, GPU utilisation %, memory used MiB, one line per sample) and
-PREFIX.json (samples, mean utilisation, the fraction of samples at 0 % — the share of
-wall time the GPU sat idle —, peak memory, the command's wall time and exit status), and
+Writes PREFIX.csv (time, GPU utilisation %, memory used MiB, SM clock MHz, one line per
+sample) and PREFIX.json (samples, mean utilisation, the fraction of samples at 0 % — the
+share of wall time the GPU sat idle —, peak memory, the SM clock's median and lowest
+(an idle GPU lowers it: timings made then run slower), the command's wall time and exit
+status), and
 prints that summary last. `nvidia-smi`'s utilisation is the share of its sample window in
 which any kernel ran: a GPU at 0 % ran nothing in that window. Exits with the command's
 status.
@@ -23,8 +25,9 @@ import time
 from pathlib import Path
 
 
-def summarize(rows: list[tuple[float, float, float]], wall_s: float, rc: int) -> dict:
-    util = [u for _, u, _ in rows]
+def summarize(rows: list[tuple[float, float, float, float]], wall_s: float, rc: int) -> dict:
+    util = [u for _, u, _, _ in rows]
+    sm = [c for *_, c in rows]
     return {
         "samples": len(rows),
         "wall_s": round(wall_s, 2),
@@ -35,7 +38,9 @@ def summarize(rows: list[tuple[float, float, float]], wall_s: float, rc: int) ->
         "busy_fraction_over_50pct": round(sum(u > 50 for u in util) / len(util), 4)
         if util
         else None,
-        "memory_peak_mib": max((m for _, _, m in rows), default=None),
+        "memory_peak_mib": max((m for _, _, m, _ in rows), default=None),
+        "sm_clock_median_mhz": statistics.median(sm) if sm else None,
+        "sm_clock_min_mhz": min(sm, default=None),
     }
 
 
@@ -51,13 +56,13 @@ def main() -> int:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         p.error("nvidia-smi is not on PATH: run this on a GPU node")
-    rows: list[tuple[float, float, float]] = []
+    rows: list[tuple[float, float, float, float]] = []
     stop = threading.Event()
     t0 = time.perf_counter()
     sampler = subprocess.Popen(
         [
             smi,
-            "--query-gpu=utilization.gpu,memory.used",
+            "--query-gpu=utilization.gpu,memory.used,clocks.sm",
             "--format=csv,noheader,nounits",
             f"-lms={args.every_ms}",
         ],
@@ -71,10 +76,10 @@ def main() -> int:
             if stop.is_set():
                 break
             try:
-                u, m = (float(x) for x in line.strip().split(",")[:2])
+                u, m, c = (float(x) for x in line.strip().split(",")[:3])
             except ValueError:
                 continue
-            rows.append((round(time.perf_counter() - t0, 3), u, m))
+            rows.append((round(time.perf_counter() - t0, 3), u, m, c))
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -89,7 +94,7 @@ def main() -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".csv").write_text(
-        "t_s,util_pct,mem_mib\n" + "".join(f"{t},{u},{m}\n" for t, u, m in rows)
+        "t_s,util_pct,mem_mib,sm_mhz\n" + "".join(f"{t},{u},{m},{c}\n" for t, u, m, c in rows)
     )
     summary = {"command": cmd, **summarize(rows, wall, rc)}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
