@@ -570,7 +570,8 @@ def main() -> int:
         print(
             f"  {domain}: {len(mine)} in {wall:.1f}s = {rate:.1f}/min "
             f"(the first {n95} in {p95:.1f}s = {n95 / p95 * 60 if p95 else 0:.1f}/min); "
-            f"the node's cores {busy or 0:.0%} busy, this process {host:.2f} cores",
+            f"the node's cores {f'{busy:.0%}' if busy is not None else '?'} busy, "
+            f"this process {host:.2f} cores",
             flush=True,
         )
         save()
