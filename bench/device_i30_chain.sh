@@ -24,7 +24,8 @@ step() {  # step NAME LIMIT_S CMD...
     echo "== $(date +%T) $name: $*"
     local t0=$SECONDS
     timeout -k 10 "$limit" "$@" > "$RES/$name.log" 2>&1
-    echo "== $(date +%T) $name rc=$? in $((SECONDS - t0))s"
+    local rc=$?  # before the echo's $(date) sets $? again
+    echo "== $(date +%T) $name rc=$rc in $((SECONDS - t0))s"
     touch "$RES/$name.done"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$RES/gpu.txt" 2>&1

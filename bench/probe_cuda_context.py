@@ -29,10 +29,17 @@ CHILD = (
 
 def batch(n: int) -> dict:
     procs = [
-        subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(n)
     ]
-    spans = [tuple(map(float, p.communicate()[0].split())) for p in procs]
+    spans = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(f"a process failed: {err[-1500:]}")
+        spans.append(tuple(map(float, out.split())))
     each = sorted(b - a for a, b in spans)
     return {
         "n": n,
