@@ -143,6 +143,10 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "gpu_quiet_check_s": vd.metrics.get("gpu_quiet_check_s"),
         "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
         "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
+        # the sleep queued before each timed run against the forward's host-side issue
+        "timing_sleep_us": (vd.metrics.get("timing") or {}).get("sleep_us"),
+        "host_issue_ms": (vd.metrics.get("timing") or {}).get("host_issue_ms"),
+        "launch_bound": (vd.metrics.get("timing") or {}).get("launch_bound"),
         "extension_build": vd.metrics.get("extension_build"),
     }
 
@@ -395,6 +399,12 @@ def main() -> int:
     p.add_argument("--compile-baseline-tasks", type=int, default=6)
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
     p.add_argument(
+        "--timing-sleep",
+        choices=("rule", "issue"),
+        default="rule",
+        help="KernelSettings.timing_sleep: the GPU sleep queued before each timed run",
+    )
+    p.add_argument(
         "--no-timing",
         action="store_true",
         help="every gate but timing (a diagnosis, no speed labels): what the batch's rate "
@@ -462,10 +472,12 @@ def main() -> int:
     one = not args.two_gpu_jobs
     kw = {"cache_dir": cache, "workers": args.workers, "one_gpu_job": one}
     kw["timing_pause"] = not args.drain
+    kw["timing_sleep"] = args.timing_sleep
     verifiers = {"cuda": CudaVerifier(**kw), "triton": TritonVerifier(**kw)}
     workers = {d: v.pool(limits).size for d, v in verifiers.items()}
     results: dict = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
     results.update(one_gpu_job=one, workers=workers, cores=os.cpu_count())
+    results["timing_sleep"] = args.timing_sleep
     results["timing_pause"] = not args.drain
 
     def save() -> None:

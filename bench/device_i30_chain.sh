@@ -10,7 +10,7 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 devshare contexts sleepprobe profile hostgil} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -66,6 +66,13 @@ step notiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_
 step devshare 300 python3 bench/probe_devshare.py
 # fresh CUDA contexts, 1 to 16 at once (each job child makes one)
 step contexts 120 python3 bench/probe_cuda_context.py
+# the same batch with KernelSettings.timing_sleep issue, twice beside the rule's
+# (workers16 and rule16): do the Triton references' times and labels hold still?
+for how in issue rule; do
+    step "${how}16" 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
+        --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
+        --prebuild --timing-sleep "$how" --out "$RES/${how}16.json"
+done
 # the timed runs' queued sleep against the host's launch work, quiet and beside CPU hogs
 step sleepprobe 300 python3 bench/probe_timing_sleep.py --out "$RES/sleepprobe.json"
 # where a GPU node's CPU goes in a prebuilt Triton batch: py-spy (a static binary put in

@@ -90,6 +90,37 @@ def test_work_off_the_timed_stream_is_timed_device_wide():
     assert t["median_ms"] == 1.0 and t["off_stream_ms"] == 0.9 and t["stop"] == "ci"
 
 
+# --- the GPU sleep queued before each timed run ------------------------------------------
+def test_the_rule_sleeps_the_runs_estimate_clamped_and_ignores_the_launch():
+    assert runner.sleep_us_for(0.01, 5.0, "rule") == 50.0  # a tiny kernel: the floor
+    assert runner.sleep_us_for(0.12, 5.0, "rule") == 120.0
+    assert runner.sleep_us_for(3.0, 0.0, "rule") == 200.0  # a long kernel: the cap
+
+
+def test_issue_sleeps_past_the_slowest_launch_seen_never_less_than_the_rule():
+    """On the H100 node the Triton references' times moved 1.3-4x between runs while the
+    CUDA ones' agreed (30 of 32 within 10 %): a Triton forward's Python launch outlasting
+    the rule's 50-200 us lets the GPU wait on the host inside the timed interval."""
+    assert runner.sleep_us_for(0.04, 0.15, "issue") == 350.0  # 2 x 150 us + 50
+    assert runner.sleep_us_for(0.12, 0.01, "issue") == 120.0  # a fast launch: the rule's
+    assert runner.sleep_us_for(0.04, 5.0, "issue") == runner.SLEEP_MAX_US  # capped
+    with pytest.raises(ValueError, match="timing sleep 'long'"):
+        runner.sleep_us_for(0.04, 0.1, "long")
+
+
+def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path):
+    from verifiers.kernels.verifier import TritonVerifier
+    from verifiers.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="timing_sleep must be one of rule, issue"):
+        TritonVerifier(device="cpu", timing_sleep="longer")
+    v = TritonVerifier(device="cpu", timing_sleep="issue", cache_dir=tmp_path)
+    assert v.timing_sleep == "issue"
+    assert TritonVerifier(device="cpu", cache_dir=tmp_path).timing_sleep == "rule"
+    with pytest.raises(ValueError, match="timing sleep"):
+        runner.time_cuda(lambda: None, [], sleep="longer")
+
+
 # --- the GPU lock: shared use, exclusive use, and the upgrade between them ---------------
 # (the drain, `pause=False`: a writer waits for the shared users; the pause is below)
 class _Gpu:

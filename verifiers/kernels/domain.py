@@ -9,6 +9,7 @@ from verifiers.settings import SettingsError, VerifierSettings, setting
 DEVICES = ("cpu", "cuda")
 # how the runner times (`runner.time_cuda`)
 TIMING_MODES = ("adaptive", "fixed")
+TIMING_SLEEPS = ("rule", "issue")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,13 @@ class KernelSettings(VerifierSettings):
         "how a candidate and its reference are timed: adaptive (rounds until the median's "
         "interval is within 2%, 10 to 100 runs) or fixed (100 ms of runs by a first "
         "estimate, 10 to 100)",
+    )
+    timing_sleep: str = setting(
+        "rule",
+        "the GPU sleep queued before each timed run, so the events time the device's work "
+        "and not the host's launch in front of it: rule (the run's estimate, 50-200 us) or "
+        "issue (also at least twice the slowest host-side issue of a forward seen, up to "
+        "2 ms: a Triton forward's Python launch can outlast the rule's)",
     )
 
     one_gpu_job: bool = setting(
@@ -74,6 +82,11 @@ class KernelSettings(VerifierSettings):
             raise SettingsError(
                 f"kernel verifier settings: timing must be one of {', '.join(TIMING_MODES)}, "
                 f"not {self.timing!r}"
+            )
+        if self.timing_sleep not in TIMING_SLEEPS:
+            raise SettingsError(
+                "kernel verifier settings: timing_sleep must be one of "
+                f"{', '.join(TIMING_SLEEPS)}, not {self.timing_sleep!r}"
             )
 
 

@@ -61,7 +61,7 @@ from typing import Any
 import torch
 
 from verifiers import stats
-from verifiers.kernels.domain import TIMING_MODES
+from verifiers.kernels.domain import TIMING_MODES, TIMING_SLEEPS
 from verifiers.kernels.limits import (
     DeviceLimits,
     KernelResources,
@@ -767,6 +767,7 @@ def time_cuda(
     min_reps: int = 10,
     max_reps: int = 100,
     keep_last: bool = False,
+    sleep: str = "rule",
     sleep_us: float | None = None,
 ):
     """Median milliseconds of `fn(*args)`, L2 flushed before each run.
@@ -778,10 +779,15 @@ def time_cuda(
     synchronize's own latency, the gap between them is work still running on another
     stream (a side stream, a cuBLAS handle's stream): then the device-wide time is the
     time, and `off_stream_ms` says how much was off the timed stream. `keep_last`: also
-    return the last run's result (checked like a trial's). `sleep_us`: the queued sleep
-    before each run, in place of the rule below (`bench/probe_timing_sleep.py`)."""
+    return the last run's result (checked like a trial's). `sleep`: how long the GPU sleep
+    queued before each run is (`sleep_us_for`); `sleep_us` overrides it
+    (`bench/probe_timing_sleep.py`). The result says the sleep and the host-side issue
+    time of one forward, and `launch_bound` where the issue outlasted the sleep: then the
+    GPU waited on the host inside the timed interval, and the time includes the launch."""
     if mode not in TIMING_MODES:
         raise ValueError(f"timing mode {mode!r}: use one of {', '.join(TIMING_MODES)}")
+    if sleep not in TIMING_SLEEPS:
+        raise ValueError(f"timing sleep {sleep!r}: use one of {', '.join(TIMING_SLEEPS)}")
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 50 * 2**20) or 50 * 2**20)
     flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
@@ -792,19 +798,21 @@ def time_cuda(
         torch.cuda.synchronize()
         est0, est1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         est0.record()
+        issue: list[float] = []  # the host's side of each forward: until fn returns
         for _ in range(3):
             flush.zero_()
+            h0 = time.perf_counter()
             out = fn(*args)
+            issue.append(1e3 * (time.perf_counter() - h0))
         torch.cuda.synchronize()
         est1.record()
         torch.cuda.synchronize()
         per = max(est0.elapsed_time(est1) / 3, 1e-3)
         # a queued sleep keeps the GPU busy while the host issues the next run, so the
         # events time the device's work, not the Python launch overhead in front of it
-        sleep = getattr(torch.cuda, "_sleep", None)
-        cycles = int(min(max(per, 0.05), 0.2) * 1e-3 * 2.0e9)  # 50-200 us at ~2 GHz
-        if sleep_us is not None:
-            cycles = int(sleep_us * 1e-6 * 2.0e9)
+        gpu_sleep = getattr(torch.cuda, "_sleep", None)
+        slept_us = sleep_us if sleep_us is not None else sleep_us_for(per, max(issue), sleep)
+        cycles = int(slept_us * 1e-6 * SLEEP_CLOCK_HZ)
 
         def run_round(n: int) -> list[tuple[float, float]]:
             nonlocal out
@@ -812,8 +820,8 @@ def time_cuda(
             marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
             for start, end, synced in marks:
                 flush.zero_()
-                if sleep is not None:
-                    sleep(cycles)
+                if gpu_sleep is not None:
+                    gpu_sleep(cycles)
                 start.record()
                 out = fn(*args)
                 end.record()
@@ -826,7 +834,33 @@ def time_cuda(
         timing = timed_rounds(
             run_round, fixed_reps=fixed, budget_ms=budget_ms, min_reps=min_reps, max_reps=max_reps
         )
+    issue_ms = sorted(issue)[len(issue) // 2]
+    timing.update(
+        sleep_us=round(slept_us, 1) if gpu_sleep is not None else 0.0,
+        host_issue_ms=round(issue_ms, 4),
+        launch_bound=gpu_sleep is None or 1e3 * issue_ms > slept_us,
+    )
     return (timing, out) if keep_last else timing
+
+
+SLEEP_CLOCK_HZ = 2.0e9  # torch.cuda._sleep counts cycles: ~2 GHz, an H100/H200's boost
+SLEEP_RULE_US = (50.0, 200.0)  # the rule: the run's own estimate, clamped
+SLEEP_MAX_US = 2000.0  # `issue`: never longer (a forward that waits on the GPU inside)
+
+
+def sleep_us_for(per_ms: float, issue_ms: float, how: str = "rule") -> float:
+    """Microseconds of GPU sleep queued before each timed run. `rule`: the run's estimate
+    (`per_ms`, the device time of one run with its L2 flush) clamped to 50-200 us. `issue`:
+    at least that, and at least twice the slowest host-side issue of a forward seen
+    (`issue_ms`) plus 50 us, up to 2 ms: long enough that the GPU is still asleep when
+    the last launch of the forward arrives, so the start event waits for none of them."""
+    lo, hi = SLEEP_RULE_US
+    rule = min(max(1e3 * per_ms, lo), hi)
+    if how == "rule":
+        return rule
+    if how != "issue":
+        raise ValueError(f"timing sleep {how!r}: use one of {', '.join(TIMING_SLEEPS)}")
+    return min(max(rule, 2e3 * issue_ms + 50.0), SLEEP_MAX_US)
 
 
 def check_kernels(mod, names: list[str]) -> None:
@@ -1140,7 +1174,8 @@ class Runner:
         if shared and job.get("timing_slot") and not self._timing_slot(job, result):
             return  # a trial failed (or the verifier said no): nothing is timed
         mode = job.get("timing_mode", "adaptive")
-        timing, last = time_cuda(model, inputs, mode=mode, keep_last=True)
+        how = job.get("timing_sleep", "rule")
+        timing, last = time_cuda(model, inputs, mode=mode, keep_last=True, sleep=how)
         result["timing"] = timing
         if shared:
             # the last timed run's output is checked too: a timed run is a trial

@@ -226,6 +226,7 @@ class KernelVerifier(Verifier):
         self.compile_baseline = s.compile_baseline
         # a candidate and its task's eager baseline are timed the same way
         self.timing_mode = s.timing
+        self.timing_sleep = s.timing_sleep
 
     # --- environment ------------------------------------------------------------------
     @property
@@ -931,6 +932,7 @@ class KernelVerifier(Verifier):
             "init_seed": 42,
             "device_limits": self.device_limits().to_dict(),
             "timing_mode": self.timing_mode,
+            "timing_sleep": self.timing_sleep,
             **ctx.state.get("job_extra", {}),
             **extra,
         }
@@ -1212,14 +1214,18 @@ class KernelVerifier(Verifier):
             outs = runner.as_outputs(model(*inputs))
         nbytes = sum(x.numel() * x.element_size() for x in [*inputs, *outs] if hasattr(x, "numel"))
         base: dict[str, Any] = {
-            "eager": runner.time_cuda(model, inputs, mode=self.timing_mode),
+            "eager": runner.time_cuda(
+                model, inputs, mode=self.timing_mode, sleep=self.timing_sleep
+            ),
             "bytes": nbytes,
             "flops": _flops(model, inputs),
         }
         if with_compile:
             try:
                 compiled = torch.compile(model)
-                base["compile"] = runner.time_cuda(compiled, inputs, mode=self.timing_mode)
+                base["compile"] = runner.time_cuda(
+                    compiled, inputs, mode=self.timing_mode, sleep=self.timing_sleep
+                )
             except Exception as e:
                 base["compile_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         self._baselines[task.task_id] = base
