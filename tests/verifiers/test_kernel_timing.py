@@ -108,6 +108,75 @@ def test_issue_sleeps_past_the_slowest_launch_seen_never_less_than_the_rule():
         runner.sleep_us_for(0.04, 0.1, "long")
 
 
+class _FakeCuda:
+    """A stand-in for torch.cuda (no GPU can exist here): every forward adds 0.1 ms of
+    "device time" to a clock that events read; `_sleep` records the cycles it is asked."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[int] = []
+        parent = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.at = 0.0
+
+            def record(self) -> None:
+                self.at = parent.now
+
+            def elapsed_time(self, other) -> float:
+                return other.at - self.at
+
+        self.Event = Event
+
+    def get_device_properties(self, _device):
+        return type("Props", (), {"L2_cache_size": 1 << 20})()
+
+    def current_device(self) -> int:
+        return 0
+
+    def synchronize(self) -> None:
+        pass
+
+    def _sleep(self, cycles: int) -> None:
+        self.slept.append(cycles)
+
+
+def _time_with_fake_gpu(monkeypatch, launch_s: float, how: str) -> tuple[dict, list[int]]:
+    import types
+
+    cuda = _FakeCuda()
+    flush = types.SimpleNamespace(zero_=lambda: None)
+    fake = types.SimpleNamespace(
+        cuda=cuda,
+        empty=lambda *a, **k: flush,
+        int8=None,
+        no_grad=contextlib.nullcontext,
+    )
+    monkeypatch.setattr(runner, "torch", fake)
+
+    def forward():
+        time.sleep(launch_s)  # the host's side of the launch
+        cuda.now += 0.1
+
+    return runner.time_cuda(forward, [], sleep=how), cuda.slept
+
+
+def test_time_cuda_sleeps_as_told_and_says_when_the_launch_outlasted_it(monkeypatch):
+    """time_cuda's own plumbing on a stand-in GPU: a forward whose host side takes 1 ms
+    is launch-bound under the rule's 200 us at most, not under `issue`'s 2 ms; the
+    cycles queued are the sleep reported."""
+    timing, slept = _time_with_fake_gpu(monkeypatch, 0.001, "rule")
+    assert timing["median_ms"] == pytest.approx(0.1)
+    cycles = 100e-6 * runner.SLEEP_CLOCK_HZ  # the run's estimate, 0.1 ms
+    assert timing["sleep_us"] == 100.0 and all(abs(c - cycles) <= 1 for c in slept)
+    assert timing["host_issue_ms"] >= 1.0 and timing["launch_bound"] is True
+    timing, slept = _time_with_fake_gpu(monkeypatch, 0.001, "issue")
+    assert timing["sleep_us"] == runner.SLEEP_MAX_US and timing["launch_bound"] is False
+    cycles = runner.SLEEP_MAX_US * 1e-6 * runner.SLEEP_CLOCK_HZ
+    assert slept and all(abs(c - cycles) <= 1 for c in slept)
+
+
 def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path):
     from verifiers.kernels.verifier import TritonVerifier
     from verifiers.settings import SettingsError
