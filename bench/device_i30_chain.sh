@@ -1,8 +1,13 @@
 #!/bin/bash
 # Issue 30's GPU measurements as one detached chain on the lent machine (bench/results/).
 #   setsid nohup bash bench/device_i30_chain.sh RESULTS_DIR [STEPS] > RESULTS_DIR/chain.log 2>&1 &
-# STEPS: the steps to run, space-separated (default: all, in the order below); PERTURB=N
-# in the environment: N tasks per domain perturbed (default 32).
+# STEPS: the steps to run, space-separated (default: all, in the order below; `next`:
+# the ones that decide what caps a GPU node's rate and whether `timing_sleep: issue`
+# steadies Triton's labels, ~15 min); PERTURB=N in the environment: N tasks per domain
+# perturbed (default 32). A device call lasts 10 min at most and the machine goes back
+# 30 s after one ends: start the chain detached in one call, then poll in calls made at
+# once, each copying RESULTS_DIR under $OUT (issue #30's closing notes
+# show the calls).
 # Runs from a copy of the tree (a later call's re-sync cannot change it mid-run); each step
 # writes its log and JSON into RESULTS_DIR and a STEP.done marker; ALL_DONE ends the chain.
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed); the
@@ -11,6 +16,7 @@
 set -u
 RES=${1:?results dir}
 STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
+[[ $STEPS == " next " ]] && STEPS=" workers16 notiming16 issue16 rule16 devshare contexts sleepprobe hostgil "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
