@@ -47,7 +47,9 @@ class KernelSettings(VerifierSettings):
         "the GPU sleep queued before each timed run, so the events time the device's work "
         "and not the host's launch in front of it: rule (the run's estimate, 50-200 us) or "
         "issue (also at least twice the slowest host-side issue of a forward seen, up to "
-        "2 ms: a Triton forward's Python launch can outlast the rule's)",
+        "2 ms: a Triton forward's Python launch can outlast the rule's). Host-side work "
+        "shorter than the sleep is not in the time (the device's); each timing reports "
+        "host_issue_ms beside it",
     )
 
     one_gpu_job: bool = setting(
