@@ -11,9 +11,11 @@ import os
 import random
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from verifiers.contract import Limits
 from verifiers.kernels import devshare, runner
 from verifiers.kernels.pool import GpuLock, GpuMemory, TimingSlot, answer_share
 from verifiers.kernels.quiet import Quiet
@@ -177,17 +179,46 @@ def test_time_cuda_sleeps_as_told_and_says_when_the_launch_outlasted_it(monkeypa
     assert slept and all(abs(c - cycles) <= 1 for c in slept)
 
 
-def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path):
-    from verifiers.kernels.verifier import TritonVerifier
+def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path, monkeypatch):
+    """A candidate and its task's eager baseline are timed with the same sleep: the
+    setting reaches the runner's job and the host's baseline timing (a stand-in for the
+    GPU calls the baseline makes: no GPU can exist here)."""
+    import types
+
+    import torch
+
+    from verifiers.catalog import load_task
+    from verifiers.kernels import verifier as kv
+    from verifiers.kernels.pool import KernelWorker
     from verifiers.settings import SettingsError
 
     with pytest.raises(SettingsError, match="timing_sleep must be one of rule, issue"):
-        TritonVerifier(device="cpu", timing_sleep="longer")
-    v = TritonVerifier(device="cpu", timing_sleep="issue", cache_dir=tmp_path)
-    assert v.timing_sleep == "issue"
-    assert TritonVerifier(device="cpu", cache_dir=tmp_path).timing_sleep == "rule"
+        kv.TritonVerifier(device="cpu", timing_sleep="longer")
     with pytest.raises(ValueError, match="timing sleep"):
         runner.time_cuda(lambda: None, [], sleep="longer")
+    assert kv.TritonVerifier(device="cpu", cache_dir=tmp_path).timing_sleep == "rule"
+    task = load_task(Path(__file__).resolve().parents[2] / "tasks" / "triton" / "relu")
+    v = kv.TritonVerifier(device="cpu", timing_sleep="issue", cache_dir=tmp_path, workers=1)
+    jobs, real_run = [], KernelWorker.run
+
+    def run_spy(self, job, *a, **k):
+        jobs.append(job)
+        return real_run(self, job, *a, **k)
+
+    monkeypatch.setattr(KernelWorker, "run", run_spy)
+    try:
+        v.verify(task, task.reference, Limits(gates=("parse", "anticheat", "compile")))
+    finally:
+        v.close()
+    assert jobs and {j["timing_sleep"] for j in jobs} == {"issue"}
+    timed = []
+    monkeypatch.setattr(kv, "gpu_quiet", lambda: types.SimpleNamespace(quiet=True))
+    monkeypatch.setattr(v, "_reference", lambda t, small: (None, lambda x: x + 1))
+    monkeypatch.setattr(v, "_inputs", lambda *a, **k: [torch.ones(4)])
+    monkeypatch.setattr(kv, "_flops", lambda *a: 0)
+    monkeypatch.setattr(runner, "time_cuda", lambda *a, **k: timed.append(k) or {"median_ms": 1})
+    v._baseline(task, with_compile=False)
+    assert [k["sleep"] for k in timed] == ["issue"]
 
 
 # --- the GPU lock: shared use, exclusive use, and the upgrade between them ---------------
