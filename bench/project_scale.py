@@ -149,7 +149,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="write OUT.txt and OUT.json")
     args = ap.parse_args()
     for p in (args.gpu_run, args.scale, *args.build_run):
-        if p is not None and not p.exists():
+        if not p.exists():
             ap.error(f"{p} does not exist")
     scale = json.loads(args.scale.read_text())
     core = {d: r["per_core_per_s"] for d, r in scale["core_rates"].items()}

@@ -786,8 +786,7 @@ def time_cuda(
     GPU waited on the host inside the timed interval, and the time includes the launch."""
     if mode not in TIMING_MODES:
         raise ValueError(f"timing mode {mode!r}: use one of {', '.join(TIMING_MODES)}")
-    if sleep not in TIMING_SLEEPS:
-        raise ValueError(f"timing sleep {sleep!r}: use one of {', '.join(TIMING_SLEEPS)}")
+    _check_sleep(sleep)
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 50 * 2**20) or 50 * 2**20)
     flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
@@ -854,13 +853,17 @@ def sleep_us_for(per_ms: float, issue_ms: float, how: str = "rule") -> float:
     at least that, and at least twice the slowest host-side issue of a forward seen
     (`issue_ms`) plus 50 us, up to 2 ms: long enough that the GPU is still asleep when
     the last launch of the forward arrives, so the start event waits for none of them."""
+    _check_sleep(how)
     lo, hi = SLEEP_RULE_US
     rule = min(max(1e3 * per_ms, lo), hi)
     if how == "rule":
         return rule
-    if how != "issue":
-        raise ValueError(f"timing sleep {how!r}: use one of {', '.join(TIMING_SLEEPS)}")
     return min(max(rule, 2e3 * issue_ms + 50.0), SLEEP_MAX_US)
+
+
+def _check_sleep(how: str) -> None:
+    if how not in TIMING_SLEEPS:
+        raise ValueError(f"timing sleep {how!r}: use one of {', '.join(TIMING_SLEEPS)}")
 
 
 def check_kernels(mod, names: list[str]) -> None:
