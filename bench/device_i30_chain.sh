@@ -15,8 +15,14 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
 [[ $STEPS == " next " ]] && STEPS=" workers16 notiming16 issue16 rule16 devshare contexts sleepprobe hostgil "
+# `mps`: do the job processes take turns on the GPU (time-slicing between contexts), and
+# does NVIDIA's MPS (one server context for all) lift a GPU node's rate? ~9 min
+[[ $STEPS == " mps " ]] && STEPS=" share mpsshare mpscontexts mpsnotiming16 mpsworkers16 workers16 sleepprobe "
+# `mpsjobs`: the job children themselves as MPS clients (CRUCIBLE_GPU_MPS_PIPE; the host
+# stays off MPS), beside the same batch without, ~5 min
+[[ $STEPS == " mpsjobs " ]] && STEPS=" workers16 mpsjobs16 "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -63,6 +69,48 @@ for w in 16 32; do
         --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers "$w" \
         --prebuild --out "$RES/workers$w.json"
 done
+# N processes each running a small forward's shape at once: do they take turns?
+step share 120 python3 bench/probe_gpu_share.py
+# the same under MPS: the daemon started here, its server checked, stopped after
+MPS=(mpsshare mpscontexts mpsnotiming16 mpsworkers16)
+if [[ $STEPS == *" mps"* ]]; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+    mkdir -p /tmp/mps-pipe /tmp/mps-log
+    if nvidia-cuda-mps-control -d > "$RES/mps.log" 2>&1; then
+        step mpsshare 120 python3 bench/probe_gpu_share.py
+        echo get_server_list | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
+        step mpscontexts 120 python3 bench/probe_cuda_context.py
+        step mpsnotiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
+            --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
+            --prebuild --no-timing --out "$RES/mpsnotiming16.json"
+        step mpsworkers16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
+            --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
+            --prebuild --out "$RES/mpsworkers16.json"
+        echo get_server_list | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
+        echo quit | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
+        cp -r /tmp/mps-log "$RES/" 2>/dev/null
+    else
+        echo "== MPS: the control daemon did not start (mps.log)"
+    fi
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    sleep 3
+fi
+if [[ $STEPS == *" mpsjobs16 "* ]]; then
+    mkdir -p /tmp/mps-jobs /tmp/mps-jobs-log && chmod 1777 /tmp/mps-jobs /tmp/mps-jobs-log
+    if CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-jobs CUDA_MPS_LOG_DIRECTORY=/tmp/mps-jobs-log \
+        nvidia-cuda-mps-control -d > "$RES/mpsjobs.log" 2>&1; then
+        CRUCIBLE_GPU_MPS_PIPE=/tmp/mps-jobs step mpsjobs16 300 python3 bench/gpu_sampler.py \
+            --out "$RES/mpsjobs16_smi" -- python3 bench/bench_kernels.py --domains triton \
+            --tasks "$W_TASKS" --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 \
+            --workers 16 --prebuild --out "$RES/mpsjobs16.json"
+        echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-jobs nvidia-cuda-mps-control \
+            >> "$RES/mpsjobs.log" 2>&1
+        echo quit | CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-jobs nvidia-cuda-mps-control \
+            >> "$RES/mpsjobs.log" 2>&1
+        cp -r /tmp/mps-jobs-log "$RES/" 2>/dev/null
+        ls -la /tmp/mps-jobs >> "$RES/mpsjobs.log" 2>&1
+    fi
+fi
 # the same batch without the timed runs (each holds the GPU alone and stops the others):
 # their share of the rate
 step notiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \

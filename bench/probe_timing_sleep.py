@@ -105,7 +105,9 @@ def main() -> int:
         inputs = runner.make_inputs(problem, 2024, "cuda")
         cand = runner.load_module("crucible_candidate", t.reference, "candidate.py")
         entry = t.interface.get("entry", "ModelNew")
-        ref = runner.build_reference(problem, 42, "cuda")
+        # the eager model from the full problem (the runner's copy has no forward)
+        full = runner.problem_module(t.harness["problem"], None, "eager")
+        ref = runner.build_reference(full, 42, "cuda")
         models = {
             "reference": runner.build_candidate(problem, cand, entry, ref, 42, "cuda"),
             "eager": ref,
