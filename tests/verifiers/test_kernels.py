@@ -1131,22 +1131,14 @@ def test_the_launch_shim_passes_a_real_runtime_launch_on_unchanged(tmp_path):
     assert f"'error': {said[True][0]}," in kept, kept
 
 
-def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):
-    """The GPU runner's command preloads the shim from a dir of its own, bound into the
-    sandbox (which binds dirs, not files): a process started there has it mapped."""
-    import shutil
-
+def _unstarted_gpu_runner(tmp_path, monkeypatch):
+    """A GPU runner (its server never started: there is no GPU to serve here) and the
+    command it would start with."""
     from verifiers.kernels import nvcc
     from verifiers.kernels.pool import KernelWorker, WorkerSpec
-    from verifiers.sandbox import SANDBOX_PATH
-    from verifiers.warm import confine
-
-    if shutil.which("gcc") is None or shutil.which("bwrap") is None:
-        pytest.skip("needs a C compiler and bubblewrap")
 
     class UnstartedWorkerForTests(KernelWorker):
-        """TEST ONLY: a GPU runner's command and sandbox, its server never started (there
-        is no GPU to serve here)."""
+        """TEST ONLY: a GPU runner's command and sandbox, its server never started."""
 
         def start(self) -> None:
             self._fresh_work()
@@ -1155,10 +1147,49 @@ def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monke
     worker = UnstartedWorkerForTests(WorkerSpec("cuda", Limits()), 0)
     r, w = os.pipe()
     try:
-        spec = worker.command(w)
+        return worker, worker.command(w)
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(
+    tmp_path, monkeypatch
+):
+    """The MPS experiment's switch (#30): with CRUCIBLE_GPU_MPS_PIPE naming a dir, the GPU
+    runner's jobs get it as the CUDA driver's pipe dir, bound in; without it (or naming no
+    dir), nothing of it reaches the sandbox."""
+    import shutil
+
+    from verifiers.kernels.pool import MPS_PIPE_ENV
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs a C compiler (the runner's launch shim)")
+    pipe = tmp_path / "mps-pipe"
+    for value, on in ((None, False), (str(tmp_path / "absent"), False), (str(pipe), True)):
+        pipe.mkdir(exist_ok=True)
+        if value is None:
+            monkeypatch.delenv(MPS_PIPE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(MPS_PIPE_ENV, value)
+        worker, spec = _unstarted_gpu_runner(tmp_path, monkeypatch)
+        worker.close()
+        assert (spec.env.get("CUDA_MPS_PIPE_DIRECTORY") == str(pipe)) is on, spec.env
+        assert (str(pipe) in spec.rw) is on and ("/dev/shm" in spec.rw) is on, spec.rw
+
+
+def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):
+    """The GPU runner's command preloads the shim from a dir of its own, bound into the
+    sandbox (which binds dirs, not files): a process started there has it mapped."""
+    import shutil
+
+    from verifiers.sandbox import SANDBOX_PATH
+    from verifiers.warm import confine
+
+    if shutil.which("gcc") is None or shutil.which("bwrap") is None:
+        pytest.skip("needs a C compiler and bubblewrap")
+
+    worker, spec = _unstarted_gpu_runner(tmp_path, monkeypatch)
     shim = spec.env["LD_PRELOAD"]
     assert shim.startswith(str(tmp_path / "launchrec")) and str(Path(shim).parent) in spec.ro
     cmd = confine(worker.work, spec.limits, spec.env, ro=spec.ro, uid=worker._sandbox.drop_uid)

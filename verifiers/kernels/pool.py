@@ -273,6 +273,13 @@ class KernelWorker(Worker):
         ):
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
+        rw: list[str] = []
+        mps = os.environ.get(MPS_PIPE_ENV)
+        if self.spec.device == "cuda" and mps and os.path.isdir(mps):
+            # experimental (#30, bench only): job children as clients of an MPS server
+            # started for the sandbox uid, its pipes and shared memory bound in
+            env["CUDA_MPS_PIPE_DIRECTORY"] = mps
+            rw += [mps, "/dev/shm"]
         flags = ["--serve", "--result-fd", str(fd), "--device", self.spec.device]
         if not self.limits.unconfined:  # its own pid namespace: every other process is ours
             flags.append("--reap")
@@ -289,10 +296,15 @@ class KernelWorker(Worker):
             argv,
             env,
             ro=ro,
+            rw=rw,
             gpu=self.spec.device == "cuda",
             limits=lim,
             pass_fds=share,
         )
+
+
+# experimental (#30): an MPS control daemon's pipe dir; GPU job children connect to it
+MPS_PIPE_ENV = "CRUCIBLE_GPU_MPS_PIPE"
 
 
 class GpuLock:
