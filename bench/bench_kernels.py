@@ -401,7 +401,7 @@ def main() -> int:
     p.add_argument(
         "--timing-sleep",
         choices=("rule", "issue"),
-        default="rule",
+        default="issue",
         help="KernelSettings.timing_sleep: the GPU sleep queued before each timed run",
     )
     p.add_argument(

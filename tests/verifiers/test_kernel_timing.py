@@ -196,9 +196,10 @@ def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path, monke
         kv.TritonVerifier(device="cpu", timing_sleep="longer")
     with pytest.raises(ValueError, match="timing sleep"):
         runner.time_cuda(lambda: None, [], sleep="longer")
-    assert kv.TritonVerifier(device="cpu", cache_dir=tmp_path).timing_sleep == "rule"
+    assert kv.TritonVerifier(device="cpu", cache_dir=tmp_path).timing_sleep == "issue"
     task = load_task(Path(__file__).resolve().parents[2] / "tasks" / "triton" / "relu")
-    v = kv.TritonVerifier(device="cpu", timing_sleep="issue", cache_dir=tmp_path, workers=1)
+    # the value that is not the default: what arrives was passed, not defaulted
+    v = kv.TritonVerifier(device="cpu", timing_sleep="rule", cache_dir=tmp_path, workers=1)
     jobs, real_run = [], KernelWorker.run
 
     def run_spy(self, job, *a, **k):
@@ -210,7 +211,7 @@ def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path, monke
         v.verify(task, task.reference, Limits(gates=("parse", "anticheat", "compile")))
     finally:
         v.close()
-    assert jobs and {j["timing_sleep"] for j in jobs} == {"issue"}
+    assert jobs and {j["timing_sleep"] for j in jobs} == {"rule"}
     timed = []
     monkeypatch.setattr(kv, "gpu_quiet", lambda: types.SimpleNamespace(quiet=True))
     monkeypatch.setattr(v, "_reference", lambda t, small: (None, lambda x: x + 1))
@@ -218,7 +219,7 @@ def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path, monke
     monkeypatch.setattr(kv, "_flops", lambda *a: 0)
     monkeypatch.setattr(runner, "time_cuda", lambda *a, **k: timed.append(k) or {"median_ms": 1})
     v._baseline(task, with_compile=False)
-    assert [k["sleep"] for k in timed] == ["issue"]
+    assert [k["sleep"] for k in timed] == ["rule"]
 
 
 # --- the GPU lock: shared use, exclusive use, and the upgrade between them ---------------

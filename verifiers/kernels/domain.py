@@ -43,11 +43,12 @@ class KernelSettings(VerifierSettings):
         "estimate, 10 to 100)",
     )
     timing_sleep: str = setting(
-        "rule",
+        "issue",
         "the GPU sleep queued before each timed run, so the events time the device's work "
-        "and not the host's launch in front of it: rule (the run's estimate, 50-200 us) or "
-        "issue (also at least twice the slowest host-side issue of a forward seen, up to "
-        "2 ms: a Triton forward's Python launch can outlast the rule's). Host-side work "
+        "and not the host's launch in front of it: issue (the rule's, and at least twice "
+        "the slowest host-side issue of a forward seen plus 50 us, up to 2 ms: a Triton "
+        "forward's Python launch outlasts the rule's on a busy node) or rule (the run's "
+        "estimate, 50-200 us; the default before verifier version 8). Host-side work "
         "shorter than the sleep is not in the time (the device's); each timing reports "
         "host_issue_ms beside it",
     )

@@ -1177,7 +1177,7 @@ class Runner:
         if shared and job.get("timing_slot") and not self._timing_slot(job, result):
             return  # a trial failed (or the verifier said no): nothing is timed
         mode = job.get("timing_mode", "adaptive")
-        how = job.get("timing_sleep", "rule")
+        how = job.get("timing_sleep", "issue")
         timing, last = time_cuda(model, inputs, mode=mode, keep_last=True, sleep=how)
         result["timing"] = timing
         if shared:
