@@ -1153,9 +1153,7 @@ def _unstarted_gpu_runner(tmp_path, monkeypatch):
         os.close(w)
 
 
-def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(
-    tmp_path, monkeypatch
-):
+def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp_path, monkeypatch):
     """The MPS experiment's switch (#30): with CRUCIBLE_GPU_MPS_PIPE naming a dir, the GPU
     runner's jobs get it as the CUDA driver's pipe dir, bound in; without it (or naming no
     dir), nothing of it reaches the sandbox."""
