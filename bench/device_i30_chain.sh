@@ -15,14 +15,17 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
 [[ $STEPS == " next " ]] && STEPS=" workers16 notiming16 issue16 rule16 devshare contexts sleepprobe hostgil "
 # `mps`: do the job processes take turns on the GPU (time-slicing between contexts), and
 # does NVIDIA's MPS (one server context for all) lift a GPU node's rate? ~9 min
 [[ $STEPS == " mps " ]] && STEPS=" share mpsshare mpscontexts mpsnotiming16 mpsworkers16 workers16 sleepprobe "
-# `mpsjobs`: the job children themselves as MPS clients (CRUCIBLE_GPU_MPS_PIPE; the host
-# stays off MPS), beside the same batch without, ~5 min
+# `mpsjobs`: the job children themselves as MPS clients (CRUCIBLE_GPU_MPS_PIPE: every GPU
+# runner on one uid, which one MPS server needs; the host stays off MPS), beside the same
+# batch without, ~5 min; `next2`: that, and the time-sliced batch at 4 and 8 runners
+# (past ~4 processes time-slicing adds no GPU throughput: i30_cap.txt), ~10 min
 [[ $STEPS == " mpsjobs " ]] && STEPS=" workers16 mpsjobs16 "
+[[ $STEPS == " next2 " ]] && STEPS=" workers16 mpsjobs16 workers8 workers4 "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -62,9 +65,9 @@ step tritonbuild 300 python3 bench/bench_kernels.py --build-only --domains trito
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/tritonbuild.json"
 step cudabuild 300 python3 bench/bench_kernels.py --build-only --domains cuda --with-extension \
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/cudabuild.json"
-# a prebuilt Triton batch at 16 and at 32 runners: is the GPU node's rate its cores'?
+# a prebuilt Triton batch at 4 to 32 runners: is the GPU node's rate its cores'?
 W_TASKS=${W_TASKS:-attention_scores_softmax,bias_tanh_scale,col_mean,cross_entropy_rows,ffn_residual_layernorm,gelu_tanh,layer_norm,linear_gelu_fp16,log_softmax_rows,matmul_fp32,relu,rms_norm,row_max,row_sum_fp16,single_head_attention,swiglu}
-for w in 16 32; do
+for w in 16 32 8 4; do
     step "workers$w" 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
         --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers "$w" \
         --prebuild --out "$RES/workers$w.json"

@@ -1155,11 +1155,13 @@ def _unstarted_gpu_runner(tmp_path, monkeypatch):
 
 def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp_path, monkeypatch):
     """The MPS experiment's switch (#30): with CRUCIBLE_GPU_MPS_PIPE naming a dir, the GPU
-    runner's jobs get it as the CUDA driver's pipe dir, bound in; without it (or naming no
-    dir), nothing of it reaches the sandbox."""
+    runner's jobs get it as the CUDA driver's pipe dir, bound in, and (as root) run as the
+    one uid an MPS server serves; without it (or naming no dir), nothing of it reaches the
+    sandbox and the runner keeps a uid of its own."""
     import shutil
 
     from verifiers.kernels.pool import MPS_PIPE_ENV
+    from verifiers.sandbox import sandbox_uid
 
     if shutil.which("gcc") is None:
         pytest.skip("needs a C compiler (the runner's launch shim)")
@@ -1174,6 +1176,8 @@ def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp
         worker.close()
         assert (spec.env.get("CUDA_MPS_PIPE_DIRECTORY") == str(pipe)) is on, spec.env
         assert (str(pipe) in spec.rw) is on and ("/dev/shm" in spec.rw) is on, spec.rw
+        if os.geteuid() == 0:  # the uid is the sandbox's only as root
+            assert (worker._sandbox.drop_uid == sandbox_uid(slot=0)) is on
 
 
 def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.contract import Limits
-from verifiers.sandbox import continue_pids, resisting, stop_tree
+from verifiers.sandbox import Sandbox, continue_pids, resisting, stop_tree
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
 RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
@@ -130,6 +130,16 @@ def answer_share(sock: socket.socket, nonce: str, on_message) -> bool:
     return True
 
 
+# experimental (#30): an MPS control daemon's pipe dir; GPU job children connect to it
+MPS_PIPE_ENV = "CRUCIBLE_GPU_MPS_PIPE"
+
+
+def mps_pipe() -> str | None:
+    """The MPS experiment's pipe dir (`MPS_PIPE_ENV`, when it names a dir), else None."""
+    path = os.environ.get(MPS_PIPE_ENV)
+    return path if path and os.path.isdir(path) else None
+
+
 class KernelWorker(Worker):
     prefix = "kworker"
     recycle_after_jobs = 800  # about 200 candidates
@@ -140,6 +150,12 @@ class KernelWorker(Worker):
         self.share: socket.socket | None = None
         self._share_child: socket.socket | None = None
         super().__init__(spec.limits, index)
+        if spec.device == "cuda" and not spec.aot and mps_pipe():
+            # the MPS experiment (#30): one MPS server serves one uid at a time, so every
+            # GPU runner takes the process's tool uid (slot 0) and shares its process
+            # limit, which a runner's own uid exists to keep apart (experiment only)
+            self._sandbox = Sandbox(spec.limits, slot=0)
+            self._uid = self._sandbox.uid
 
     def before_start(self) -> None:
         self._close_share()
@@ -274,8 +290,8 @@ class KernelWorker(Worker):
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
         rw: list[str] = []
-        mps = os.environ.get(MPS_PIPE_ENV)
-        if self.spec.device == "cuda" and mps and os.path.isdir(mps):
+        mps = mps_pipe()
+        if self.spec.device == "cuda" and mps:
             # experimental (#30, bench only): job children as clients of an MPS server
             # started for the sandbox uid, its pipes and shared memory bound in
             env["CUDA_MPS_PIPE_DIRECTORY"] = mps
@@ -301,10 +317,6 @@ class KernelWorker(Worker):
             limits=lim,
             pass_fds=share,
         )
-
-
-# experimental (#30): an MPS control daemon's pipe dir; GPU job children connect to it
-MPS_PIPE_ENV = "CRUCIBLE_GPU_MPS_PIPE"
 
 
 class GpuLock:
