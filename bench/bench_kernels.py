@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from verifiers.catalog import load_catalog  # noqa: E402
 from verifiers.contract import Limits  # noqa: E402
+from verifiers.kernels.domain import TIMING_SLEEP_DEFAULT, TIMING_SLEEPS  # noqa: E402
 
 
 def table(rows: list[list], head: list[str]) -> str:
@@ -400,8 +401,8 @@ def main() -> int:
     p.add_argument("--out", default=None, help="default: bench/results/kernels.json")
     p.add_argument(
         "--timing-sleep",
-        choices=("rule", "issue"),
-        default="issue",
+        choices=TIMING_SLEEPS,
+        default=TIMING_SLEEP_DEFAULT,
         help="KernelSettings.timing_sleep: the GPU sleep queued before each timed run",
     )
     p.add_argument(

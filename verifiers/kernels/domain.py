@@ -10,6 +10,7 @@ DEVICES = ("cpu", "cuda")
 # how the runner times (`runner.time_cuda`)
 TIMING_MODES = ("adaptive", "fixed")
 TIMING_SLEEPS = ("rule", "issue")
+TIMING_SLEEP_DEFAULT = "issue"  # since verifier version 8 (`KernelSettings.timing_sleep`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +44,7 @@ class KernelSettings(VerifierSettings):
         "estimate, 10 to 100)",
     )
     timing_sleep: str = setting(
-        "issue",
+        TIMING_SLEEP_DEFAULT,
         "the GPU sleep queued before each timed run, so the events time the device's work "
         "and not the host's launch in front of it: issue (the rule's, and at least twice "
         "the slowest host-side issue of a forward seen plus 50 us, up to 2 ms: a Triton "

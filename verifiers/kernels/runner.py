@@ -61,7 +61,7 @@ from typing import Any
 import torch
 
 from verifiers import stats
-from verifiers.kernels.domain import TIMING_MODES, TIMING_SLEEPS
+from verifiers.kernels.domain import TIMING_MODES, TIMING_SLEEP_DEFAULT, TIMING_SLEEPS
 from verifiers.kernels.limits import (
     DeviceLimits,
     KernelResources,
@@ -767,7 +767,7 @@ def time_cuda(
     min_reps: int = 10,
     max_reps: int = 100,
     keep_last: bool = False,
-    sleep: str = "rule",
+    sleep: str = TIMING_SLEEP_DEFAULT,
     sleep_us: float | None = None,
 ):
     """Median milliseconds of `fn(*args)`, L2 flushed before each run.
@@ -847,7 +847,7 @@ SLEEP_RULE_US = (50.0, 200.0)  # the rule: the run's own estimate, clamped
 SLEEP_MAX_US = 2000.0  # `issue`: never longer (a forward that waits on the GPU inside)
 
 
-def sleep_us_for(per_ms: float, issue_ms: float, how: str = "rule") -> float:
+def sleep_us_for(per_ms: float, issue_ms: float, how: str) -> float:
     """Microseconds of GPU sleep queued before each timed run. `rule`: the run's estimate
     (`per_ms`, the device time of one run with its L2 flush) clamped to 50-200 us. `issue`:
     at least that, and at least twice the slowest host-side issue of a forward seen
@@ -1177,7 +1177,7 @@ class Runner:
         if shared and job.get("timing_slot") and not self._timing_slot(job, result):
             return  # a trial failed (or the verifier said no): nothing is timed
         mode = job.get("timing_mode", "adaptive")
-        how = job.get("timing_sleep", "issue")
+        how = job.get("timing_sleep", TIMING_SLEEP_DEFAULT)
         timing, last = time_cuda(model, inputs, mode=mode, keep_last=True, sleep=how)
         result["timing"] = timing
         if shared:
