@@ -67,28 +67,29 @@ step cudabuild 300 python3 bench/bench_kernels.py --build-only --domains cuda --
     --perturb-tasks "${PERTURB:-32}" --workers 16 --out "$RES/cudabuild.json"
 # a prebuilt Triton batch at 4 to 32 runners: is the GPU node's rate its cores'?
 W_TASKS=${W_TASKS:-attention_scores_softmax,bias_tanh_scale,col_mean,cross_entropy_rows,ffn_residual_layernorm,gelu_tanh,layer_norm,linear_gelu_fp16,log_softmax_rows,matmul_fp32,relu,rms_norm,row_max,row_sum_fp16,single_head_attention,swiglu}
+# that batch's bench_kernels arguments, less --workers and --out
+TB=(python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" --perturb-tasks 16
+    --ext-kernels 0 --compile-baseline-tasks 0 --prebuild)
 for w in 16 32 8 4; do
-    step "workers$w" 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
-        --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers "$w" \
-        --prebuild --out "$RES/workers$w.json"
+    step "workers$w" 300 "${TB[@]}" --workers "$w" --out "$RES/workers$w.json"
 done
 # N processes each running a small forward's shape at once: do they take turns?
 step share 120 python3 bench/probe_gpu_share.py
 # the same under MPS: the daemon started here, its server checked, stopped after
-MPS=(mpsshare mpscontexts mpsnotiming16 mpsworkers16)
-if [[ $STEPS == *" mps"* ]]; then
+MPS_STEPS=0
+for s in mpsshare mpscontexts mpsnotiming16 mpsworkers16; do
+    [[ $STEPS == *" $s "* ]] && MPS_STEPS=1
+done
+if ((MPS_STEPS)); then
     export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
     mkdir -p /tmp/mps-pipe /tmp/mps-log
     if nvidia-cuda-mps-control -d > "$RES/mps.log" 2>&1; then
         step mpsshare 120 python3 bench/probe_gpu_share.py
         echo get_server_list | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
         step mpscontexts 120 python3 bench/probe_cuda_context.py
-        step mpsnotiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
-            --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
-            --prebuild --no-timing --out "$RES/mpsnotiming16.json"
-        step mpsworkers16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
-            --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
-            --prebuild --out "$RES/mpsworkers16.json"
+        step mpsnotiming16 300 "${TB[@]}" --workers 16 --no-timing \
+            --out "$RES/mpsnotiming16.json"
+        step mpsworkers16 300 "${TB[@]}" --workers 16 --out "$RES/mpsworkers16.json"
         echo get_server_list | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
         echo quit | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
         cp -r /tmp/mps-log "$RES/" 2>/dev/null
@@ -103,9 +104,7 @@ if [[ $STEPS == *" mpsjobs16 "* ]]; then
     if CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-jobs CUDA_MPS_LOG_DIRECTORY=/tmp/mps-jobs-log \
         nvidia-cuda-mps-control -d > "$RES/mpsjobs.log" 2>&1; then
         CRUCIBLE_GPU_MPS_PIPE=/tmp/mps-jobs step mpsjobs16 300 python3 bench/gpu_sampler.py \
-            --out "$RES/mpsjobs16_smi" -- python3 bench/bench_kernels.py --domains triton \
-            --tasks "$W_TASKS" --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 \
-            --workers 16 --prebuild --out "$RES/mpsjobs16.json"
+            --out "$RES/mpsjobs16_smi" -- "${TB[@]}" --workers 16 --out "$RES/mpsjobs16.json"
         echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-jobs nvidia-cuda-mps-control \
             >> "$RES/mpsjobs.log" 2>&1
         echo quit | CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-jobs nvidia-cuda-mps-control \
@@ -116,19 +115,15 @@ if [[ $STEPS == *" mpsjobs16 "* ]]; then
 fi
 # the same batch without the timed runs (each holds the GPU alone and stops the others):
 # their share of the rate
-step notiming16 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
-    --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
-    --prebuild --no-timing --out "$RES/notiming16.json"
+step notiming16 300 "${TB[@]}" --workers 16 --no-timing --out "$RES/notiming16.json"
 # GPU memory handed over by fd (every trial's tensors): does the driver serialize it?
 step devshare 300 python3 bench/probe_devshare.py
 # fresh CUDA contexts, 1 to 16 at once (each job child makes one)
 step contexts 120 python3 bench/probe_cuda_context.py
-# the same batch with KernelSettings.timing_sleep issue, twice beside the rule's
-# (workers16 and rule16): do the Triton references' times and labels hold still?
+# the same batch under each KernelSettings.timing_sleep (issue, the default since verifier
+# version 8, is workers16's too): do the Triton references' times and labels hold still?
 for how in issue rule; do
-    step "${how}16" 300 python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" \
-        --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 --workers 16 \
-        --prebuild --timing-sleep "$how" --out "$RES/${how}16.json"
+    step "${how}16" 300 "${TB[@]}" --workers 16 --timing-sleep "$how" --out "$RES/${how}16.json"
 done
 # the timed runs' queued sleep against the host's launch work, quiet and beside CPU hogs
 step sleepprobe 300 python3 bench/probe_timing_sleep.py --out "$RES/sleepprobe.json"
@@ -142,7 +137,5 @@ PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer
 # the verifying process alone, only threads holding its interpreter lock: samples over
 # rate x seconds is how much of the batch that one lock was held (near 1: the host is serial)
 [[ -x .bw/py-spy ]] && step hostgil 300 .bw/py-spy record --gil --nonblocking --rate 50 \
-    --format raw -o "$RES/hostgil.txt" -- python3 bench/bench_kernels.py --domains triton \
-    --tasks "$W_TASKS" --perturb-tasks 16 --ext-kernels 0 --compile-baseline-tasks 0 \
-    --workers 16 --prebuild --out "$RES/hostgil_run.json"
+    --format raw -o "$RES/hostgil.txt" -- "${TB[@]}" --workers 16 --out "$RES/hostgil_run.json"
 touch "$RES/ALL_DONE"
