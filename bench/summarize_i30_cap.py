@@ -18,18 +18,18 @@ import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# (label, file): pairs measured side by side, one chain call each
+# (label, file), in pairs: each two measured side by side, one chain call each
 BATCHES = [
     ("timed (rule)", "i30_next_workers16.json"),
     ("no timing", "i30_next_notiming16.json"),
     ("sleep: issue", "i30_sleep_issue16.json"),
     ("sleep: rule", "i30_sleep_rule16.json"),
-    ("timed, time-sliced", "i30_mps_workers16.json"),
-    ("timed, the host on MPS", "i30_mps_host_workers16.json"),
-    ("timed, time-sliced ", "i30_mpsjobs_workers16.json"),
-    ("timed, jobs on MPS", "i30_mpsjobs_jobs16.json"),
+    ("time-sliced (mps)", "i30_mps_workers16.json"),
+    ("the host on MPS", "i30_mps_host_workers16.json"),
+    ("time-sliced (mpsjobs)", "i30_mpsjobs_workers16.json"),
+    ("jobs on MPS", "i30_mpsjobs_jobs16.json"),
 ]
-PAIRS = [(0, 1), (2, 3), (4, 5), (6, 7)]
+PAIRS = [(i, i + 1) for i in range(0, len(BATCHES), 2)]
 
 
 def load(d: Path, name: str) -> dict:
@@ -109,8 +109,7 @@ def main() -> int:
         lines.append(f"{task[:24]:24} " + " ".join(f"{ref[task].get(i, '-'):>12}" for i in timed))
     bound = {i: sum(1 for r in runs[i]["rows"] if r.get("launch_bound")) for i in timed}
     lines.append(
-        "launch-bound timings: "
-        + ", ".join(f"{BATCHES[i][0].strip()} {n}" for i, n in bound.items())
+        "launch-bound timings: " + ", ".join(f"{BATCHES[i][0]} {n}" for i, n in bound.items())
     )
     text = "\n".join(lines)
     print(text)
