@@ -1163,8 +1163,8 @@ def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp
     from verifiers.kernels.pool import MPS_PIPE_ENV
     from verifiers.sandbox import sandbox_uid
 
-    if shutil.which("gcc") is None:
-        pytest.skip("needs a C compiler (the runner's launch shim)")
+    if shutil.which("gcc") is None or shutil.which("bwrap") is None:
+        pytest.skip("needs a C compiler (the runner's launch shim) and bubblewrap")
     pipe = tmp_path / "mps-pipe"
     for value, on in ((None, False), (str(tmp_path / "absent"), False), (str(pipe), True)):
         pipe.mkdir(exist_ok=True)
