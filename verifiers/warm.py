@@ -295,10 +295,7 @@ class Worker:
             self._streams: dict[int, str] = {}
             self._printed = {"stdout": 0, "stderr": 0}  # bytes each stream carried this job
             self._tail = bytearray()  # the last LOG_CAP bytes printed, both streams
-            # a uid of its own per worker: a fork bomb in one worker cannot use up another's
-            # process limit, nor can one worker's candidate signal another's processes
-            slot = 1 + index % (UID_SLOTS - 1)
-            self._sandbox = Sandbox(limits, slot=slot)  # probes bubblewrap unless unconfined
+            self._sandbox = Sandbox(limits, slot=self.uid_slot())  # probes bwrap unless unconfined
             self._uid = self._sandbox.uid
             self.work = self.home / "w0"
             self._outs = 0
@@ -324,6 +321,12 @@ class Worker:
 
     def before_start(self) -> None:
         """Prepare host dirs the server needs (called before every start)."""
+
+    def uid_slot(self) -> int:
+        """The sandbox uid's slot (`sandbox_uid`): a uid of its own per worker, so a fork
+        bomb in one worker cannot use up another's process limit, nor can one worker's
+        candidate signal another's processes."""
+        return 1 + self.index % (UID_SLOTS - 1)
 
     # --- lifecycle ------------------------------------------------------------------
     def python_env(self) -> dict[str, str]:

@@ -1141,6 +1141,7 @@ def _unstarted_gpu_runner(tmp_path, monkeypatch):
         """TEST ONLY: a GPU runner's command and sandbox, its server never started."""
 
         def start(self) -> None:
+            self.started_as = self._sandbox.drop_uid  # the uid its server would run as
             self._fresh_work()
 
     monkeypatch.setattr(nvcc, "default_cache_dir", lambda: tmp_path)
@@ -1177,7 +1178,7 @@ def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp
         assert (spec.env.get("CUDA_MPS_PIPE_DIRECTORY") == str(pipe)) is on, spec.env
         assert (str(pipe) in spec.rw) is on and ("/dev/shm" in spec.rw) is on, spec.rw
         if os.geteuid() == 0:  # the uid is the sandbox's only as root
-            assert (worker._sandbox.drop_uid == sandbox_uid(slot=0)) is on
+            assert (worker.started_as == sandbox_uid(slot=0)) is on, worker.started_as
 
 
 def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.contract import Limits
-from verifiers.sandbox import Sandbox, continue_pids, resisting, stop_tree
+from verifiers.sandbox import continue_pids, resisting, stop_tree
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
 RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
@@ -150,12 +150,14 @@ class KernelWorker(Worker):
         self.share: socket.socket | None = None
         self._share_child: socket.socket | None = None
         super().__init__(spec.limits, index)
-        if spec.device == "cuda" and not spec.aot and mps_pipe():
+
+    def uid_slot(self) -> int:
+        if self.spec.device == "cuda" and not self.spec.aot and mps_pipe():
             # the MPS experiment (#30): one MPS server serves one uid at a time, so every
             # GPU runner takes the process's tool uid (slot 0) and shares its process
             # limit, which a runner's own uid exists to keep apart (experiment only)
-            self._sandbox = Sandbox(spec.limits, slot=0)
-            self._uid = self._sandbox.uid
+            return 0
+        return super().uid_slot()
 
     def before_start(self) -> None:
         self._close_share()
