@@ -1162,7 +1162,7 @@ def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp
     import shutil
 
     from verifiers.kernels.pool import MPS_PIPE_ENV
-    from verifiers.sandbox import sandbox_uid
+    from verifiers.sandbox import UID_SLOTS, sandbox_uid
 
     if shutil.which("gcc") is None or shutil.which("bwrap") is None:
         pytest.skip("needs a C compiler (the runner's launch shim) and bubblewrap")
@@ -1179,6 +1179,8 @@ def test_a_gpu_runner_reaches_an_mps_daemon_only_when_the_operator_names_one(tmp
         assert (str(pipe) in spec.rw) is on and ("/dev/shm" in spec.rw) is on, spec.rw
         if os.geteuid() == 0:  # the uid is the sandbox's only as root
             assert (worker.started_as == sandbox_uid(slot=0)) is on, worker.started_as
+            # the one uid's process limit: the sum of the runner uids' it stands for
+            assert (spec.limits.nproc == Limits().nproc * (UID_SLOTS - 1)) is on, spec.limits
 
 
 def test_a_gpu_runner_starts_with_the_launch_shim_in_its_sandbox(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.contract import Limits
-from verifiers.sandbox import continue_pids, resisting, stop_tree
+from verifiers.sandbox import UID_SLOTS, continue_pids, resisting, stop_tree
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
 
 RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
@@ -310,6 +310,13 @@ class KernelWorker(Worker):
         argv = self.python_argv("verifiers.kernels.runner", *flags)
         # the runner writes each output (hundreds of MB at the timing shapes) as a file
         lim = dataclasses.replace(self.limits, fsize_mb=max(self.limits.fsize_mb, RUNNER_FSIZE_MB))
+        if self.uid_slot() == 0:
+            # the MPS experiment's one uid: RLIMIT_NPROC counts per uid, so it gets the sum
+            # of the process limits of the runner uids it stands for (a fork bomb in one
+            # runner can then starve the others: a product setting needs a pids cgroup per
+            # runner instead); measured with the runners' own limit, thread creation failed
+            # (cudaGetDeviceCount's error 304, the Triton launcher's gcc) in 92 of 150 jobs
+            lim = dataclasses.replace(lim, nproc=lim.nproc * (UID_SLOTS - 1))
         return WorkerCommand(
             argv,
             env,
