@@ -15,7 +15,7 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil faultshare mpsfaultshare} "
 [[ $STEPS == " next " ]] && STEPS=" workers16 notiming16 issue16 rule16 devshare contexts sleepprobe hostgil "
 # `mps`: do the job processes take turns on the GPU (time-slicing between contexts), and
 # does NVIDIA's MPS (one server context for all) lift a GPU node's rate? ~9 min
@@ -26,6 +26,10 @@ STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cuda
 # (past ~4 processes time-slicing adds no GPU throughput: i30_cap.txt), ~10 min
 [[ $STEPS == " mpsjobs " ]] && STEPS=" workers16 mpsjobs16 "
 [[ $STEPS == " next2 " ]] && STEPS=" workers16 mpsjobs16 workers8 workers4 "
+# `mpsfault`: does one process's illegal address reach its neighbours, time-sliced and
+# under MPS (probe_gpu_share --fault), and the jobs on MPS again (one uid, its process
+# limit the runners' sum) beside the time-sliced batch, ~5 min
+[[ $STEPS == " mpsfault " ]] && STEPS=" workers16 faultshare mpsfaultshare mpsjobs16 "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -75,9 +79,11 @@ for w in 16 32 8 4; do
 done
 # N processes each running a small forward's shape at once: do they take turns?
 step share 120 python3 bench/probe_gpu_share.py
+# the same with the first process faulting: how many neighbours fail with it
+step faultshare 120 python3 bench/probe_gpu_share.py --sizes 16 --fault
 # the same under MPS: the daemon started here, its server checked, stopped after
 MPS_STEPS=0
-for s in mpsshare mpscontexts mpsnotiming16 mpsworkers16; do
+for s in mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsfaultshare; do
     [[ $STEPS == *" $s "* ]] && MPS_STEPS=1
 done
 if ((MPS_STEPS)); then
@@ -91,6 +97,8 @@ if ((MPS_STEPS)); then
             --out "$RES/mpsnotiming16.json"
         step mpsworkers16 300 "${TB[@]}" --workers 16 --out "$RES/mpsworkers16.json"
         echo get_server_list | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
+        # last on this server: a fault may leave it unusable
+        step mpsfaultshare 120 python3 bench/probe_gpu_share.py --sizes 16 --fault
         echo quit | nvidia-cuda-mps-control >> "$RES/mps.log" 2>&1
         cp -r /tmp/mps-log "$RES/" 2>/dev/null
     else

@@ -13,23 +13,38 @@ outlasted it.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# (label, file), in pairs: each two measured side by side, one chain call each
-BATCHES = [
-    ("timed (rule)", "i30_next_workers16.json"),
-    ("no timing", "i30_next_notiming16.json"),
-    ("sleep: issue", "i30_sleep_issue16.json"),
-    ("sleep: rule", "i30_sleep_rule16.json"),
-    ("time-sliced (mps)", "i30_mps_workers16.json"),
-    ("the host on MPS", "i30_mps_host_workers16.json"),
-    ("time-sliced (mpsjobs)", "i30_mpsjobs_workers16.json"),
-    ("jobs on MPS", "i30_mpsjobs_jobs16.json"),
+# (label, file) groups, each measured side by side in one chain call on one warm machine;
+# every run of a group is compared with the group's first
+GROUPS = [
+    [("timed (rule)", "i30_next_workers16.json"), ("no timing", "i30_next_notiming16.json")],
+    [("sleep: issue", "i30_sleep_issue16.json"), ("sleep: rule", "i30_sleep_rule16.json")],
+    [
+        ("time-sliced (mps)", "i30_mps_workers16.json"),
+        ("the host on MPS", "i30_mps_host_workers16.json"),
+    ],
+    [
+        ("time-sliced (mpsjobs)", "i30_mpsjobs_workers16.json"),
+        ("jobs on MPS, uid each", "i30_mpsjobs_jobs16.json"),
+    ],
+    [
+        ("16 runners (next2)", "i30_next2_workers16.json"),
+        ("8 runners", "i30_next2_workers8.json"),
+        ("4 runners", "i30_next2_workers4.json"),
+        ("MPS, uid each at start", "i30_next2_mpsjobs16.json"),
+    ],
+    [
+        ("time-sliced (one uid)", "i30_oneuid_workers16.json"),
+        ("MPS, one uid, nproc 64", "i30_oneuid_mpsjobs16.json"),
+    ],
 ]
-PAIRS = [(i, i + 1) for i in range(0, len(BATCHES), 2)]
+BATCHES = [run for group in GROUPS for run in group]
+SHOWN_DIFFS = 8  # per run; past that, counts of each change
 
 
 def load(d: Path, name: str) -> dict:
@@ -53,6 +68,23 @@ def verdicts(run: dict) -> dict:
     return {(r["phase"], r["task"], r["generator"]): r["status"] for r in run["rows"]}
 
 
+def compare(a: dict, b: dict, label_file: tuple[str, str]) -> list[str]:
+    """Run `b` against its group's first run `a`: rate ratio and statuses that differ."""
+    label, f = label_file
+    va, vb = verdicts(a), verdicts(b)
+    if "notiming" in f:  # no timing gate there: a slow cannot happen
+        va = {k: "pass" if v == "slow" else v for k, v in va.items()}
+    diff = [k for k in va if va[k] != vb.get(k)]
+    ratio = b["throughput"][0]["per_min"] / a["throughput"][0]["per_min"]
+    out = [f"  {label}: rate ratio {ratio:.2f}; statuses differing: {len(diff)} of {len(va)}"]
+    if len(diff) <= SHOWN_DIFFS:
+        out += [f"    {k[1]} {k[2]}: {va[k]} -> {vb.get(k)}" for k in diff]
+    else:
+        changes = collections.Counter(f"{va[k]} -> {vb.get(k)}" for k in diff)
+        out += [f"    {n} x {change}" for change, n in changes.most_common()]
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dir", default=str(ROOT / "bench/results"))
@@ -60,28 +92,25 @@ def main() -> int:
     args = p.parse_args()
     d = Path(args.dir)
     runs = [load(d, f) for _, f in BATCHES]
-    lines = ["# batch pairs (Triton, 16 tasks + 134 perturbations, 16 runners, prebuilt)", ""]
+    lines = ["# batch groups (Triton, 16 tasks + 134 perturbations, 16 runners, prebuilt)", ""]
     head = (
         f"{'run':24} {'per min':>8} {'job s':>6} {'load':>6} {'warm':>6} {'outputs':>7} {'time':>6}"
     )
     lines += [head, "-" * len(head)]
-    for a, b in PAIRS:
-        for i in (a, b):
+    at = 0
+    for group in GROUPS:
+        first = at
+        for i in range(first, first + len(group)):
             t, s = runs[i]["throughput"][0], steps(runs[i])
             cells = [
                 f"{s[k]:>{w}.3f}" if s[k] is not None else f"{'-':>{w}}"
                 for k, w in (("job", 6), ("load", 6), ("warm", 6), ("outputs", 7), ("time", 6))
             ]
             lines.append(f"{BATCHES[i][0]:24} {t['per_min']:>8.1f} {' '.join(cells)}")
-        va, vb = verdicts(runs[a]), verdicts(runs[b])
-        if "notiming" in BATCHES[b][1]:  # no timing gate there: a slow cannot happen
-            va = {k: "pass" if v == "slow" else v for k, v in va.items()}
-        diff = [k for k in va if va[k] != vb.get(k)]
-        ratio = runs[b]["throughput"][0]["per_min"] / runs[a]["throughput"][0]["per_min"]
-        lines.append(f"  rate ratio {ratio:.2f}; statuses differing: {len(diff)} of {len(va)}")
-        for k in diff:
-            lines.append(f"    {k[1]} {k[2]}: {va[k]} -> {vb.get(k)}")
+        for i in range(first + 1, first + len(group)):
+            lines += compare(runs[first], runs[i], BATCHES[i])
         lines.append("")
+        at += len(group)
     lines += ["# one GPU, N processes each running 300 rounds of 20 small kernels + sync", ""]
     for label, f in (
         ("time-sliced", "i30_mps_share_timeslice.log"),
