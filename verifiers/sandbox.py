@@ -108,7 +108,13 @@ STARVED_SHARE = 0.5  # of the CPU it fell short by, the share its CPU wait must 
 CONTEND_S = 0.05  # a thread that waited this long for a CPU was runnable, not idle
 CORES = os.cpu_count() or 1
 SAMPLE_S = 0.5  # how often a long tool run's CPU waits are read
-MACHINE_CODES = ("machine_slow", "killed_externally", "gpu_memory", "tool_missing")  # infra
+MACHINE_CODES = (  # infra
+    "machine_slow",
+    "killed_externally",
+    "gpu_memory",
+    "gpu_unavailable",
+    "tool_missing",
+)
 _HZ = os.sysconf("SC_CLK_TCK")
 # CONFIG_SCHED_INFO: without it the CPU wait is unknown and only a run that had the CPU for
 # BUSY_SHARE of its wall can be `machine_slow` (a starved one stays the candidate's timeout)

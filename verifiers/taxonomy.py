@@ -229,6 +229,11 @@ CODES: dict[str, tuple[str, str]] = {
         "the firmware polls a register the emulator does not model: an emulator limit",
     ),
     "gpu_memory": (INFRA, "the GPU had no room for the job (other jobs held the card)"),
+    "gpu_unavailable": (
+        INFRA,
+        "the job's process could not use the GPU before the candidate's code ran "
+        "(the driver, the device or an MPS server failed)",
+    ),
     "gpu_not_quiet": (
         INFRA,
         "another process's work stayed on the GPU: the timed runs were not made",

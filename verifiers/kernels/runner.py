@@ -894,6 +894,18 @@ def check_kernels(mod, names: list[str]) -> None:
 
 # --- the job ------------------------------------------------------------------------------
 STEP_MARK = b"@step "  # a line on the child's result pipe: the step it starts now
+# the child's first line once its GPU works, written before the candidate's code is read:
+# a job that failed without it failed before that code ran (`run_forked`)
+GPU_READY = b"@gpu ready\n"
+
+
+def gpu_init() -> None:
+    """The job child's CUDA context and a first allocation: the driver, the device (and an
+    MPS server, where the node runs one) answer here, before the candidate's code exists
+    in the process, so a failure here is the machine's (`gpu_unavailable`)."""
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
 
 
 def _refused(launch: Any) -> bool:
@@ -1329,8 +1341,11 @@ def peak_rss_kb(pid: int) -> int:
     return 0
 
 
-def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
-    """One job in a child of its own; this process only relays what the child said."""
+def run_forked(job: dict, result_fd: int, reap: bool, share=None, aot: bool = False) -> dict:
+    """One job in a child of its own; this process only relays what the child said, and
+    says itself (`gpu_unavailable`) whether a GPU job failed before its child had a working
+    GPU, so before the candidate's code was read: the machine's fault, never the
+    candidate's (GPU_READY; the child writes nothing else before that code runs)."""
     session = _session_dirs(job)
     out_dir = Path(job["out_dir"]).name if job.get("out_dir") else ""
     keep = {n for n in (out_dir, session.name if session else "") if n}
@@ -1338,6 +1353,8 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
     if reap:
         empty_dir("/tmp")  # the sandbox's own tmpfs, never the host's
     env = job_env(job, session)
+    steps = [str(x) for x in job.get("steps") or ["setup"]]
+    gpu = job.get("device") == "cuda" and not aot  # an aot runner's sandbox has no GPU
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: candidate code runs here and only here
@@ -1348,7 +1365,20 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.environ.update(env)
-            data = json.dumps(Runner(share, w).run(job)).encode()
+            t0 = time.perf_counter()
+            if gpu:
+                try:
+                    gpu_init()
+                except BaseException as e:
+                    failed = {"ok": False, "step": steps[0], "seconds": {}, "error": describe(e)}
+                    os.write(w, json.dumps(failed).encode() + b"\n")
+                    os._exit(0)
+                os.write(w, GPU_READY)
+            init_s = round(time.perf_counter() - t0, 4)
+            res = Runner(share, w).run(job)
+            if gpu:  # a metric (the candidate's process wrote it): the context's cost
+                res["seconds"]["gpu_init"] = init_s
+            data = json.dumps(res).encode()
             view = memoryview(data + b"\n")
             while view:
                 view = view[os.write(w, view) :]
@@ -1382,7 +1412,18 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None) -> dict:
         if reap:
             _reap_others()
     data = b"".join(chunks)
-    steps = [str(x) for x in job.get("steps") or ["setup"]]
+    ready = gpu and data.startswith(GPU_READY)
+    if ready:
+        data = data[len(GPU_READY) :]
+    res = _relayed(data, size, status, rss_kb, steps)
+    # this process's own word, whatever the child's result said about it
+    res["gpu_unavailable"] = gpu and not ready and not res.get("ok")
+    return res
+
+
+def _relayed(data: bytes, size: int, status: int, rss_kb: int, steps: list[str]) -> dict:
+    """The child's result from what it wrote (its step marks, then one JSON line), or how
+    it died at the last step it said it started."""
     step = steps[0]
     while data.startswith(STEP_MARK):  # the steps the child started, in order
         line, _, data = data.partition(b"\n")
@@ -1425,7 +1466,7 @@ def serve(
         if not line.strip():
             continue
         job = json.loads(line)
-        res = run_forked(job, result_fd, reap, share)
+        res = run_forked(job, result_fd, reap, share, aot)
         out.write(json.dumps(res) + "\n")
         out.flush()
     return 0

@@ -1018,12 +1018,20 @@ class KernelVerifier(Verifier):
     def _machine_or_candidate(
         self, ctx: Context, res: dict, oom_before: int | None, slot: str = "worker"
     ) -> None:
-        """A job whose runner child died or ran out of GPU memory: the machine's doing
-        (MachineFault: infra, retried) when the node's OOM killer struck while the child
-        was within its memory budget, or the card was full; else the candidate's."""
+        """A job whose runner child died, ran out of GPU memory or had no working GPU: the
+        machine's doing (MachineFault: infra, retried) when the node's OOM killer struck
+        while the child was within its memory budget, the card was full, or the runner
+        says the child's GPU failed before the candidate's code was read; else the
+        candidate's."""
         if res.get("ok") or not isinstance(res.get("error"), dict):
             return
         err, died = res["error"], res.get("died")
+        if res.get("gpu_unavailable") is True:  # the runner's own word (`run_forked`)
+            raise MachineFault(
+                "gpu_unavailable",
+                "the job's process could not use the GPU before the candidate's code ran: "
+                + f"{err.get('type')}: {err.get('message')}"[:260],
+            )
         if isinstance(died, dict) and died.get("signal") == "SIGKILL":
             now = oom_kills()
             struck = now is not None and oom_before is not None and now > oom_before
