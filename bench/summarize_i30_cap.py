@@ -44,7 +44,17 @@ GROUPS = [
     ],
 ]
 BATCHES = [run for group in GROUPS for run in group]
-SHOWN_DIFFS = 8  # per run; past that, counts of each change
+SHOWN_DIFFS = 8
+# the median job, then its steps (the runner's seconds; `gpu_init`, the job's CUDA context,
+# only since e6bf79d: before, `load` held it)
+COLUMNS = (
+    ("job", 6),
+    ("gpu_init", 7),
+    ("load", 6),
+    ("warm", 6),
+    ("outputs", 7),
+    ("time", 6),
+)  # per run; past that, counts of each change
 
 
 def load(d: Path, name: str) -> dict:
@@ -53,7 +63,7 @@ def load(d: Path, name: str) -> dict:
 
 def steps(run: dict) -> dict:
     rows = [r for r in run["rows"] if r["phase"] == "perturbations" and r["runner_seconds"]]
-    keys = ("load", "warm", "outputs", "time")
+    keys = ("gpu_init", "load", "warm", "outputs", "time")
     out = {}
     for k in keys:
         vals = [r["runner_seconds"][k] for r in rows if k in r["runner_seconds"]]
@@ -93,8 +103,8 @@ def main() -> int:
     d = Path(args.dir)
     runs = [load(d, f) for _, f in BATCHES]
     lines = ["# batch groups (Triton, 16 tasks + 134 perturbations, 16 runners, prebuilt)", ""]
-    head = (
-        f"{'run':24} {'per min':>8} {'job s':>6} {'load':>6} {'warm':>6} {'outputs':>7} {'time':>6}"
+    head = f"{'run':24} {'per min':>8} " + " ".join(
+        f"{'context' if k == 'gpu_init' else k:>{w}}" for k, w in COLUMNS
     )
     lines += [head, "-" * len(head)]
     at = 0
@@ -102,10 +112,7 @@ def main() -> int:
         first = at
         for i in range(first, first + len(group)):
             t, s = runs[i]["throughput"][0], steps(runs[i])
-            cells = [
-                f"{s[k]:>{w}.3f}" if s[k] is not None else f"{'-':>{w}}"
-                for k, w in (("job", 6), ("load", 6), ("warm", 6), ("outputs", 7), ("time", 6))
-            ]
+            cells = [f"{s[k]:>{w}.3f}" if s[k] is not None else f"{'-':>{w}}" for k, w in COLUMNS]
             lines.append(f"{BATCHES[i][0]:24} {t['per_min']:>8.1f} {' '.join(cells)}")
         for i in range(first + 1, first + len(group)):
             lines += compare(runs[first], runs[i], BATCHES[i])
