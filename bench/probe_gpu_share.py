@@ -27,7 +27,9 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 CHILD = """
 import json, sys, time, torch
@@ -70,8 +72,10 @@ def batch(n: int, rounds: int, kernels: int, fault: bool = False) -> dict:
     until = start + 6.0 if fault else 0.0  # past the fault (and its compile), at any rate
     argv = [sys.executable, "-c", CHILD, str(start), str(rounds), str(kernels), str(until)]
     argvs = [argv] * n
-    if fault:
-        argvs[0] = [sys.executable, "-c", FAULT, str(start)]
+    if fault:  # Triton's @jit reads its function's source from a file
+        src = Path(tempfile.mkdtemp(prefix="probe-fault-")) / "fault.py"
+        src.write_text(FAULT)
+        argvs[0] = [sys.executable, str(src), str(start)]
     procs = [
         subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for a in argvs
