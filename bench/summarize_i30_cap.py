@@ -41,6 +41,9 @@ GROUPS = [
     [
         ("time-sliced (one uid)", "i30_oneuid_workers16.json"),
         ("MPS, one uid, nproc 64", "i30_oneuid_mpsjobs16.json"),
+        # the one run not side by side: the next call's machine (another H100 node, 40
+        # min later); the time-sliced batch made 241.3-243.0/min on three such nodes
+        ("MPS, nproc summed (*)", "i30_mpsfault_mpsjobs16.json"),
     ],
 ]
 BATCHES = [run for group in GROUPS for run in group]
@@ -118,16 +121,25 @@ def main() -> int:
             lines += compare(runs[first], runs[i], BATCHES[i])
         lines.append("")
         at += len(group)
-    lines += ["# one GPU, N processes each running 300 rounds of 20 small kernels + sync", ""]
+    lines += [
+        "# one GPU, N processes each running 300 rounds of 20 small kernels + sync (with a",
+        "# faulting one: each for 3 s past the start, the first storing far past its buffer)",
+        "",
+    ]
     for label, f in (
         ("time-sliced", "i30_mps_share_timeslice.log"),
         ("MPS", "i30_mps_share_mps.log"),
+        ("time-sliced", "i30_mpsfault_share_timeslice.log"),
+        ("MPS", "i30_mpsfault_share_mps.log"),
     ):
         for row in (json.loads(x) for x in (d / f).read_text().splitlines() if x.startswith("{")):
-            lines.append(
+            line = (
                 f"{label:12} n={row['n']:<3} each {row['rounds_per_s_each_median']:>8.1f}/s"
                 f"  all {row['rounds_per_s_total']:>8.1f}/s"
             )
+            if "neighbours" in row:  # --fault: the first process hit an illegal address
+                line += f"  one faulting: {row['neighbours_failed']} of {row['neighbours']} failed"
+            lines.append(line)
     lines += [
         "",
         "# Triton references' timed medians (ms) per run; * the launch outlasted the sleep",
