@@ -16,8 +16,11 @@ exist here, to show that a candidate cannot claim the machine's fault for itself
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -44,11 +47,23 @@ def get_init_inputs():
 # runs the runner's `run_forked` as its server does, in a process of its own (it forks);
 # argv: the job (JSON) and whether the GPU's initialisation is the stand-in's
 RELAY = """
-import json, os, sys
+import json, os, sys, time
 sys.path.insert(0, sys.argv[3])
 from verifiers.kernels import runner
+# STAND-INS for GPUs this machine lacks: a working one, one whose initialisation hangs
+# (2 s allowed), one that works half a second of CPU time (5 s allowed; it says when it
+# began: the test stops it then, and a stopped process does no work)
+def burn():
+    open(os.path.join(os.environ["MARK_DIR"], "init"), "w").close()
+    t = time.process_time()
+    while time.process_time() < t + 0.5:
+        pass
 if sys.argv[2] == "stand-in":
-    runner.gpu_init = lambda: None  # STAND-IN: a working GPU, which this machine lacks
+    runner.gpu_init = lambda: None
+elif sys.argv[2] == "hung":
+    runner.gpu_init, runner.GPU_INIT_TIMEOUT_S = lambda: time.sleep(600), 2.0
+elif sys.argv[2] == "slow":
+    runner.gpu_init, runner.GPU_INIT_TIMEOUT_S = burn, 5.0
 r, w = os.pipe()
 print(json.dumps(runner.run_forked(json.loads(sys.argv[1]), w, False)))
 """
@@ -78,7 +93,7 @@ raise RuntimeError("Unexpected error from cudaGetDeviceCount(). Error 304: OS ca
 """
 
 
-def _relay(tmp_path, code: str, device: str, gpu: str) -> dict:
+def _relay(tmp_path, code: str, device: str, gpu: str, pause_s: float = 0.0) -> dict:
     work = tmp_path / "work"  # run_forked empties its cwd (the runner's sandbox dir)
     work.mkdir(exist_ok=True)
     job = {
@@ -92,16 +107,27 @@ def _relay(tmp_path, code: str, device: str, gpu: str) -> dict:
         "device_limits": DeviceLimits().to_dict(),
     }
     env = {"PATH": "/usr/bin:/bin", "MARK_DIR": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""}
-    out = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", RELAY, json.dumps(job), gpu, str(ROOT)],
         cwd=work,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
+        start_new_session=True,
     )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    if pause_s:  # as a timing's pause does: the relay and its child stopped whole
+        began = tmp_path / "init"  # the child inside its GPU's initialisation
+        deadline = time.monotonic() + 60
+        while not began.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert began.exists(), "the stand-in's initialisation never began"
+        os.killpg(proc.pid, signal.SIGSTOP)
+        time.sleep(pause_s)
+        os.killpg(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_a_gpu_job_whose_gpu_fails_before_the_candidates_code_is_the_machines(tmp_path):
@@ -124,6 +150,22 @@ def test_a_candidate_cannot_claim_the_machines_fault(tmp_path, code):
         assert (tmp_path / "ran").exists(), res  # the candidate's code ran
         assert res["ok"] is False and res["gpu_unavailable"] is False, (device, res)
         assert "cudaGetDeviceCount" in json.dumps(res["error"]), res
+
+
+def test_a_gpu_init_that_hangs_is_the_machines_and_a_pause_does_not_count(tmp_path):
+    """The runner gives the child's CUDA initialisation GPU_INIT_TIMEOUT_S (2 s here), then
+    kills it, before the candidate's code exists in it: the machine's, not a timeout of the
+    candidate's. Time the whole tree spent stopped (a timing's pause) is not the GPU's: an
+    initialisation of 0.5 s of work under a 5 s limit, stopped for 7 s in the middle, still
+    gets its job run."""
+    t0 = time.monotonic()
+    res = _relay(tmp_path, FORGER, "cuda", "hung")
+    assert time.monotonic() - t0 < 60
+    assert res["gpu_unavailable"] is True and res["error"]["type"] == "GpuInitTimeout", res
+    assert not (tmp_path / "ran").exists()
+    res = _relay(tmp_path, RAISER, "cuda", "slow", pause_s=7.0)
+    assert (tmp_path / "ran").exists(), res  # initialised, then the candidate's code ran
+    assert res["gpu_unavailable"] is False and "cudaGetDeviceCount" in json.dumps(res), res
 
 
 def test_the_host_labels_the_runners_word_infra_and_nothing_else():

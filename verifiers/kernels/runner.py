@@ -897,6 +897,11 @@ STEP_MARK = b"@step "  # a line on the child's result pipe: the step it starts n
 # the child's first line once its GPU works, written before the candidate's code is read:
 # a job that failed without it failed before that code ran (`run_forked`)
 GPU_READY = b"@gpu ready\n"
+# how long a job child's CUDA initialisation may take before the runner calls the GPU hung:
+# 10x the slowest seen (1.6 s, 16 contexts at once on the H100 node), and under the
+# shortest deadline the host gives a GPU job (30 s), so the runner says it first
+GPU_INIT_TIMEOUT_S = 20.0
+STOPPED_GAP_S = 0.5  # a longer gap between the relay's polls: its tree was stopped (a pause)
 
 
 def gpu_init() -> None:
@@ -1345,7 +1350,9 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None, aot: bool = Fa
     """One job in a child of its own; this process only relays what the child said, and
     says itself (`gpu_unavailable`) whether a GPU job failed before its child had a working
     GPU, so before the candidate's code was read: the machine's fault, never the
-    candidate's (GPU_READY; the child writes nothing else before that code runs)."""
+    candidate's (GPU_READY; the child writes nothing else before that code runs). A CUDA
+    initialisation still running after GPU_INIT_TIMEOUT_S (the tree's stopped time not
+    counted) is killed and is the machine's too."""
     session = _session_dirs(job)
     out_dir = Path(job["out_dir"]).name if job.get("out_dir") else ""
     keep = {n for n in (out_dir, session.name if session else "") if n}
@@ -1387,10 +1394,23 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None, aot: bool = Fa
         os._exit(status)
     os.close(w)
     chunks, size, status, rss_kb = [], 0, None, 0
+    # the child's time before GPU_READY, counting only the relay's own short poll gaps: a
+    # timing's pause stops this whole tree, and its length is not the GPU's
+    waiting, last, waited, hung = gpu, time.monotonic(), 0.0, False
     try:
         while True:
             if status is None:  # the child's peak RSS: evidence if it is killed
                 rss_kb = max(rss_kb, peak_rss_kb(pid))
+            if waiting and status is None:
+                now = time.monotonic()
+                gap, last = now - last, now
+                if gap <= STOPPED_GAP_S:
+                    waited += gap
+                if chunks and chunks[0].startswith(GPU_READY):  # one write: one chunk
+                    waiting = False
+                elif waited > GPU_INIT_TIMEOUT_S:
+                    os.kill(pid, signal.SIGKILL)  # no candidate code in it yet
+                    waiting, hung = False, True
             ready, _, _ = select.select([r], [], [], 0.05)
             if ready:
                 data = os.read(r, 1 << 16)
@@ -1416,6 +1436,13 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None, aot: bool = Fa
     if ready:
         data = data[len(GPU_READY) :]
     res = _relayed(data, size, status, rss_kb, steps)
+    if hung:
+        res["error"] = {
+            "type": "GpuInitTimeout",
+            "types": ["GpuInitTimeout"],
+            "message": f"the job's CUDA initialisation did not end in {GPU_INIT_TIMEOUT_S:.0f} s",
+            "traceback": "",
+        }
     # this process's own word, whatever the child's result said about it
     res["gpu_unavailable"] = gpu and not ready and not res.get("ok")
     return res
