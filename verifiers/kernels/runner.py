@@ -1443,8 +1443,9 @@ def run_forked(job: dict, result_fd: int, reap: bool, share=None, aot: bool = Fa
             "message": f"the job's CUDA initialisation did not end in {GPU_INIT_TIMEOUT_S:.0f} s",
             "traceback": "",
         }
-    # this process's own word, whatever the child's result said about it
-    res["gpu_unavailable"] = gpu and not ready and not res.get("ok")
+    # this process's own word, whatever the child's result said about it (a kill for a
+    # hang is the machine's even where the ready line came in the instant before it)
+    res["gpu_unavailable"] = gpu and (hung or (not ready and not res.get("ok")))
     return res
 
 
