@@ -149,13 +149,15 @@ class KernelWorker(Worker):
         # GPU: the runner's end of the exported-memory socket (made before each start)
         self.share: socket.socket | None = None
         self._share_child: socket.socket | None = None
+        # the MPS experiment (#30), decided once for the runner's life: its jobs' pipe dir
+        self.mps = mps_pipe() if spec.device == "cuda" and not spec.aot else None
         super().__init__(spec.limits, index)
 
     def uid_slot(self) -> int:
-        if self.spec.device == "cuda" and not self.spec.aot and mps_pipe():
-            # the MPS experiment (#30): one MPS server serves one uid at a time, so every
-            # GPU runner takes the process's tool uid (slot 0) and shares its process
-            # limit, which a runner's own uid exists to keep apart (experiment only)
+        if self.mps:
+            # one MPS server serves one uid at a time, so every GPU runner takes the
+            # process's tool uid (slot 0) and shares its process limit, which a runner's
+            # own uid exists to keep apart (experiment only)
             return 0
         return super().uid_slot()
 
@@ -292,12 +294,11 @@ class KernelWorker(Worker):
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
         rw: list[str] = []
-        mps = mps_pipe()
-        if self.spec.device == "cuda" and mps:
+        if self.mps:
             # experimental (#30, bench only): job children as clients of an MPS server
             # started for the sandbox uid, its pipes and shared memory bound in
-            env["CUDA_MPS_PIPE_DIRECTORY"] = mps
-            rw += [mps, "/dev/shm"]
+            env["CUDA_MPS_PIPE_DIRECTORY"] = self.mps
+            rw += [self.mps, "/dev/shm"]
         flags = ["--serve", "--result-fd", str(fd), "--device", self.spec.device]
         if not self.limits.unconfined:  # its own pid namespace: every other process is ours
             flags.append("--reap")
@@ -310,7 +311,7 @@ class KernelWorker(Worker):
         argv = self.python_argv("verifiers.kernels.runner", *flags)
         # the runner writes each output (hundreds of MB at the timing shapes) as a file
         lim = dataclasses.replace(self.limits, fsize_mb=max(self.limits.fsize_mb, RUNNER_FSIZE_MB))
-        if self.uid_slot() == 0:
+        if self.mps:
             # the MPS experiment's one uid: RLIMIT_NPROC counts per uid, so it gets the sum
             # of the process limits of the runner uids it stands for (a fork bomb in one
             # runner can then starve the others: a product setting needs a pids cgroup per
