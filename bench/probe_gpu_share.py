@@ -72,21 +72,22 @@ def batch(n: int, rounds: int, kernels: int, fault: bool = False) -> dict:
     until = start + 6.0 if fault else 0.0  # past the fault (and its compile), at any rate
     argv = [sys.executable, "-c", CHILD, str(start), str(rounds), str(kernels), str(until)]
     argvs = [argv] * n
-    if fault:  # Triton's @jit reads its function's source from a file
-        src = Path(tempfile.mkdtemp(prefix="probe-fault-")) / "fault.py"
-        src.write_text(FAULT)
-        argvs[0] = [sys.executable, str(src), str(start)]
-    procs = [
-        subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for a in argvs
-    ]
-    rows = []
-    for p in procs:
-        out, err = p.communicate()
-        if p.returncode != 0 or not out.strip():
-            rows.append({"rate": 0.0, "error": f"exit {p.returncode}: {err[-300:]}"})
-        else:
-            rows.append(json.loads(out.strip().splitlines()[-1]))
+    with tempfile.TemporaryDirectory(prefix="probe-fault-") as tmp:
+        if fault:  # Triton's @jit reads its function's source from a file
+            src = Path(tmp) / "fault.py"
+            src.write_text(FAULT)
+            argvs[0] = [sys.executable, str(src), str(start)]
+        procs = [
+            subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for a in argvs
+        ]
+        rows = []
+        for p in procs:
+            out, err = p.communicate()
+            if p.returncode != 0 or not out.strip():
+                rows.append({"rate": 0.0, "error": f"exit {p.returncode}: {err[-300:]}"})
+            else:
+                rows.append(json.loads(out.strip().splitlines()[-1]))
     if not fault and any(r["error"] for r in rows):
         raise SystemExit(f"a process failed: {rows}")
     rates = [r["rate"] for r in rows[1 if fault else 0 :]]
