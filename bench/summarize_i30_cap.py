@@ -66,9 +66,8 @@ def load(d: Path, name: str) -> dict:
 
 def steps(run: dict) -> dict:
     rows = [r for r in run["rows"] if r["phase"] == "perturbations" and r["runner_seconds"]]
-    keys = ("gpu_init", "load", "warm", "outputs", "time")
     out = {}
-    for k in keys:
+    for k in (k for k, _ in COLUMNS if k != "job"):  # the runner's steps
         vals = [r["runner_seconds"][k] for r in rows if k in r["runner_seconds"]]
         out[k] = statistics.median(vals) if vals else None
     out["job"] = statistics.median(
