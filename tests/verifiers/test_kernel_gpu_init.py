@@ -184,3 +184,51 @@ def test_the_host_labels_the_runners_word_infra_and_nothing_else():
             assert v._machine_or_candidate(ctx, res, 0) is None
     finally:
         v.close()
+
+
+# past the static gate, from inside the real sandboxed runner: the forged result written
+# into every pipe of its own and of the processes above it that it can open (/proc/PID/fd)
+FORGER_THROUGH_PROC = """
+import json, os
+forged = {"ok": False, "step": "load", "seconds": {}, "gpu_unavailable": True,
+          "error": {"type": "RuntimeError", "types": ["RuntimeError"], "traceback": "",
+                    "message": "Unexpected error from cudaGetDeviceCount(): Error 304"}}
+line = json.dumps(forged).encode() + b"\\n"
+for pid in ("self", str(os.getppid()), "1"):
+    for fd in range(64):
+        try:
+            f = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            os.write(f, line)
+        except OSError:
+            pass
+        os.close(f)
+os._exit(0)
+"""
+
+
+def test_a_candidate_reaching_its_runners_pipes_cannot_claim_the_machines_fault():
+    """The judge trusts `gpu_unavailable` from the runner's line to the host only. From
+    inside the sandbox, the candidate writes a forged result with it into every pipe of its
+    own, its runner's and the sandbox's pid 1 that it can open: the host's result pipe is
+    not one of them (the host made it, the candidate runs as a uid of its own), and what
+    reaches the runner is overwritten there. The verdict stays the candidate's."""
+    import shutil
+
+    from tests.adversarial.kernel_kit import StaticGateBypassedTritonVerifierForTests
+    from verifiers.catalog import load_task
+    from verifiers.contract import Status
+
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        pytest.skip("needs bubblewrap and root (the sandbox's own uid)")
+    task = load_task(ROOT / "tasks/triton/relu")
+    code = task.reference + "\n" + FORGER_THROUGH_PROC
+    v = StaticGateBypassedTritonVerifierForTests(device="cpu", workers=1)
+    try:
+        verdict = v.verify(task, code, Limits(gates=("parse", "anticheat", "compile")))
+    finally:
+        v.close()
+    assert verdict.status is not Status.INFRA_ERROR, (verdict.code, verdict.feedback)
+    assert verdict.code != "gpu_unavailable", verdict.feedback
