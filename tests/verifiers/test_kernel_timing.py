@@ -311,6 +311,63 @@ def test_an_upgrade_never_waits_on_a_job_that_waits_for_gpu_memory():
     assert a_timed.is_set() and b_ran.is_set()
 
 
+class _StandInCard:
+    """Stand-in for torch.cuda's memory queries (no GPU can exist on this machine): a card
+    with `free` bytes free and this process's allocator holding `reserved`, of which
+    `allocated` in use; `empty_cache` hands the rest back as the real one does."""
+
+    def __init__(self, free: int, reserved: int, allocated: int) -> None:
+        self.free, self.reserved, self.allocated = free, reserved, allocated
+        self.emptied = 0
+
+    def install(self, monkeypatch) -> None:
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (self.free, 80 * GIB))
+        monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: self.reserved)
+        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: self.allocated)
+        monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+        monkeypatch.setattr(torch.cuda, "empty_cache", self.empty_cache)
+
+    def empty_cache(self) -> None:
+        self.emptied += 1
+        self.free += self.reserved - self.allocated
+        self.reserved = self.allocated
+
+
+GIB = 2**30
+
+
+def test_gpu_memory_counts_its_own_cache_as_the_cards_and_hands_it_back(monkeypatch):
+    """The verifier ran a KernelBench-size reference (and another verifier in this process
+    ran more): its allocator keeps 55 GiB cached of an 80 GiB card. The capacity is the
+    card's, not the 25 GiB left free (the old reading gave 19.3 GiB, and every such task
+    was infra `gpu_memory` on an H100), and a job's admission hands the cache back to the
+    card before the job runs, so the runner the capacity promised it to can have it."""
+    card = _StandInCard(free=25 * GIB, reserved=55 * GIB, allocated=1 * GIB)
+    card.install(monkeypatch)
+    memory = GpuMemory()
+    assert memory.fits(50 * GIB)  # ReLU at KernelBench's size asks 50 GiB
+    assert memory.capacity == int(80 * GIB * 0.92) - 4 * GIB
+    with memory.hold(50 * GIB):
+        assert card.emptied == 1 and card.free == 79 * GIB
+    # a catalog task leaves little cached: the cache is kept (no device sync per job)
+    card.reserved += 100 * 2**20
+    with memory.hold(1 * GIB):
+        pass
+    assert card.emptied == 1
+
+
+def test_gpu_memory_given_its_capacity_leaves_the_cache_alone(monkeypatch):
+    card = _StandInCard(free=25 * GIB, reserved=55 * GIB, allocated=1 * GIB)
+    card.install(monkeypatch)
+    memory = GpuMemory(capacity=10 * GIB)
+    assert not memory.fits(11 * GIB)
+    with memory.hold(5 * GIB):
+        pass
+    assert card.emptied == 0 and memory.capacity == 10 * GIB
+
+
 def test_upgrade_and_downgrade_need_the_callers_own_hold():
     lock = GpuLock(pause=False)
     with pytest.raises(RuntimeError, match="shared hold"):

@@ -615,14 +615,22 @@ class KernelPool(WorkerPool):
 class GpuMemory:
     """The GPU memory jobs may hold at once: a job is admitted when its estimate fits
     beside the jobs already running (it waits otherwise), so concurrent jobs never
-    exceed the card. `capacity` is set once, from the free memory the first time. `gpu`:
-    the lock whose shared hold a waiting job sets down while it waits (`GpuLock.set_down`:
-    else a job's upgrade, holding memory, and a job waiting for that memory, holding the
-    GPU shared, would wait on each other for ever)."""
+    exceed the card. `capacity` is set once, from the card the first time: its free
+    memory plus what this process's allocator keeps cached (the jobs' estimates count
+    the verifier's own references and comparisons, and a job's admission hands what they
+    left cached back to the card, so the runners can have it). `gpu`: the lock whose shared
+    hold a waiting job sets down while it waits (`GpuLock.set_down`: else a job's
+    upgrade, holding memory, and a job waiting for that memory, holding the GPU shared,
+    would wait on each other for ever)."""
+
+    # cached and unused past this, a job's admission returns the cache to the card (a catalog
+    # task leaves less; a KernelBench-size one leaves its tensors, gigabytes)
+    CACHE_KEPT = 512 * 2**20
 
     def __init__(self, capacity: int | None = None, gpu: GpuLock | None = None) -> None:
         self._cond = threading.Condition()
         self.capacity = capacity
+        self._card = capacity is None  # measured from the card, so torch's cache is ours
         self._held = 0
         self._gpu = gpu
 
@@ -631,10 +639,26 @@ class GpuMemory:
             import torch
 
             free, _total = torch.cuda.mem_get_info()
-            # the verifier's own references and comparisons are counted per job; keep
-            # a margin for the contexts of the runners (about 0.5 GiB each)
-            self.capacity = max(0, int(free * 0.92) - 4 * 2**30)
+            # what this process keeps cached is the card's too: counted as free once it
+            # is handed back (`_hand_back`). Before, a verifier that had run a reference
+            # at KernelBench's size (12.8 GB cached) or a second verifier in the same
+            # process saw that much less for good: 19.3 GiB of an 80 GB card.
+            own = torch.cuda.memory_reserved()
+            # keep a margin for the contexts of the runners (about 0.5 GiB each)
+            self.capacity = max(0, int((free + own) * 0.92) - 4 * 2**30)
         return self.capacity
+
+    def _hand_back(self) -> None:
+        """Return this process's cached, unused GPU memory to the card when it is more
+        than `CACHE_KEPT`: the capacity counted it free for the runners."""
+        if not self._card:
+            return
+        import torch
+
+        if not torch.cuda.is_initialized():
+            return
+        if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > self.CACHE_KEPT:
+            torch.cuda.empty_cache()
 
     def fits(self, nbytes: int) -> bool:
         return nbytes <= self._capacity()
@@ -654,6 +678,7 @@ class GpuMemory:
                     self._cond.wait()
                 self._held += nbytes
         try:
+            self._hand_back()  # what the jobs before left cached, before this one runs
             yield
         finally:
             with self._cond:
