@@ -1,7 +1,8 @@
 # KernelBench level1/1_Square_matrix_multiplication_ at its own size (4096 x 4096 float32):
-# a tiled Triton matmul with grouped tile order for L2 reuse. tl.dot on float32 uses tf32
-# tensor cores with float32 accumulation: about 1e-2 absolute error on entries near 1000,
-# within both tolerances (KernelBench's 1e-4 relative allows 0.1 there).
+# a tiled Triton matmul with grouped tile order for L2 reuse. tl.dot on float32 operands
+# asks for tf32x3 (three tf32 tensor-core products, float32 accumulation): plain tf32 was
+# 0.77 off on entries near 1112 on the H100 node, every element outside the float32
+# tolerance (1e-4), and the verifier rightly said wrong_answer.
 import torch
 import torch.nn as nn
 import triton
@@ -47,7 +48,7 @@ def matmul_kernel(
         k_left = K - k * BLOCK_K
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
-        acc += tl.dot(a, b)
+        acc += tl.dot(a, b, input_precision="tf32x3")
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
