@@ -30,6 +30,13 @@ STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cuda
 # under MPS (probe_gpu_share --fault), and the jobs on MPS again (one uid, its process
 # limit the runners' sum) beside the time-sliced batch, ~5 min
 [[ $STEPS == " mpsfault " ]] && STEPS=" workers16 faultshare mpsfaultshare mpsjobs16 "
+# `kb`: KernelBench level 1 at its own sizes, Crucible (its builds first on this node's
+# CPU runners, as a build node makes them) beside KernelBench's own precompile and eval in
+# one process (bench/kernelbench_phase.py); needs a copy of KernelBench's src/ and
+# KernelBench/level1 in .kb/ and the wheels it lacks in .whl/ (KB_NEEDS there), both
+# carried; KB_PROBLEMS picks the problems (its eval takes 1.5-3 min a candidate at
+# ReLU's 6.4 GB). ~15 min for the default two
+[[ $STEPS == " kb " ]] && STEPS=" kb "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -146,4 +153,26 @@ PROFILE_TASKS=${PROFILE_TASKS:-attention_scores_softmax,col_mean,gated_mlp,layer
 # rate x seconds is how much of the batch that one lock was held (near 1: the host is serial)
 [[ -x .bw/py-spy ]] && step hostgil 300 .bw/py-spy record --gil --nonblocking --rate 50 \
     --format raw -o "$RES/hostgil.txt" -- "${TB[@]}" --workers 16 --out "$RES/hostgil_run.json"
+if [[ $STEPS == *" kb "* ]]; then
+    # the wheels unpacked (no pip in the image's venv), only those the image lacks
+    python3 - > "$RES/kbdeps.log" 2>&1 <<'PY'
+import glob, importlib.util, zipfile
+mods = {"pydantic": "pydantic", "pydantic_core": "pydantic_core",
+        "annotated_types": "annotated_types", "typing_inspection": "typing_inspection",
+        "tqdm": "tqdm", "python_dotenv": "dotenv", "requests": "requests", "urllib3": "urllib3",
+        "idna": "idna", "certifi": "certifi", "charset_normalizer": "charset_normalizer"}
+for whl in sorted(glob.glob(".whl/*.whl")):
+    dist = whl.split("/")[-1].split("-")[0]
+    mod = mods.get(dist)
+    if mod and importlib.util.find_spec(mod) is None:
+        zipfile.ZipFile(whl).extractall("/tmp/kbdeps")
+        print("unpacked", whl)
+    else:
+        print("kept the image's", dist)
+PY
+    KB_PROBLEMS=${KB_PROBLEMS:-19_ReLU,1_Square_matrix_multiplication_}
+    PYTHONPATH=/tmp/kbdeps step kb 1500 python3 bench/gpu_sampler.py --out "$RES/kb_smi" -- \
+        python3 bench/bench_kernels.py --only-kernelbench --kernelbench .kb \
+        --kb-problems "$KB_PROBLEMS" --prebuild --out "$RES/kb.json"
+fi
 touch "$RES/ALL_DONE"
