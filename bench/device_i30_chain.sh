@@ -35,7 +35,8 @@ STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cuda
 # one process (bench/kernelbench_phase.py); needs a copy of KernelBench's src/ and
 # KernelBench/level1 in .kb/ and the wheels it lacks in .whl/ (KB_NEEDS there), both
 # carried; KB_PROBLEMS picks the problems (its eval takes 1.5-3 min a candidate at
-# ReLU's 6.4 GB). ~15 min for the default two
+# ReLU's 6.4 GB), KB_SKIP the candidates (name prefixes) only Crucible verifies. ~13 min
+# for the default two
 [[ $STEPS == " kb " ]] && STEPS=" kb "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -173,6 +174,7 @@ PY
     KB_PROBLEMS=${KB_PROBLEMS:-19_ReLU,1_Square_matrix_multiplication_}
     PYTHONPATH=/tmp/kbdeps step kb 1500 python3 bench/gpu_sampler.py --out "$RES/kb_smi" -- \
         python3 bench/bench_kernels.py --only-kernelbench --kernelbench .kb \
-        --kb-problems "$KB_PROBLEMS" --prebuild --out "$RES/kb.json"
+        --kb-problems "$KB_PROBLEMS" --kb-eval-skip "${KB_SKIP:-}" --prebuild \
+        --out "$RES/kb.json"
 fi
 touch "$RES/ALL_DONE"
