@@ -548,8 +548,12 @@ def summarize(rows: list[dict], machine: dict, extra: dict) -> dict:
         ke = d["median_kb_eval_s"]
         d["ratio_crucible_over_kb_eval"] = round(c / ke, 3) if c and ke else None
         per_domain[domain] = d
-    c_wall = sum(d["verify_many_s"] for d in extra.get("crucible_domains", {}).values())
-    k_wall = extra.get("kb_precompile_wall_s", 0.0) + sum(r["kb_eval_s"] for r in both)
+    # each domain's verify_many (beside them: the build node's seconds and what it seeded)
+    domains = [d for d in extra.get("crucible_domains", {}).values() if isinstance(d, dict)]
+    c_wall = sum(d.get("verify_many_s", 0.0) for d in domains)
+    verified = [r for r in rows if "crucible_ok" in r]  # KernelBench may have skipped some
+    k_eval = sum(r["kb_eval_s"] for r in both)
+    k_wall = extra.get("kb_precompile_wall_s", 0.0) + k_eval
     return {
         "candidates": len(rows),
         "agree": sum(r["agree"] for r in both),
@@ -562,8 +566,16 @@ def summarize(rows: list[dict], machine: dict, extra: dict) -> dict:
         "median_ratio_kb_over_crucible": round(k_med / c_med, 2) if c_med and k_med else None,
         # the phase's wall over its candidates (Crucible: its verify_many calls; KernelBench:
         # the parallel precompile plus the evals one after another)
-        "wall_per_candidate_crucible_s": round(c_wall / len(both), 2) if both else None,
+        "wall_per_candidate_crucible_s": round(c_wall / len(verified), 2) if verified else None,
         "wall_per_candidate_kb_s": round(k_wall / len(both), 2) if both else None,
+        "wall_per_candidate_kb_eval_s": round(k_eval / len(both), 2) if both else None,
+        # each candidate's Crucible seconds over KernelBench's eval alone (no build on
+        # either side where the builds were made first: `prebuild`)
+        "per_candidate_over_kb_eval": {
+            r["candidate"]: round(r["crucible_s"] / r["kb_eval_s"], 3)
+            for r in both
+            if r.get("kb_eval_s")
+        },
         "per_domain": per_domain,
         "host_peak_rss_gb": round(rss, 2),
         "children_peak_rss_gb": round(rss_children, 2),
@@ -641,8 +653,11 @@ def print_report(rows: list[dict], summary: dict) -> None:
         )
     print(
         f"wall per candidate: Crucible {s['wall_per_candidate_crucible_s']}s, KernelBench "
-        f"{s['wall_per_candidate_kb_s']}s"
+        f"{s['wall_per_candidate_kb_s']}s (its evals alone "
+        f"{s.get('wall_per_candidate_kb_eval_s')}s)"
     )
+    for name, ratio in s.get("per_candidate_over_kb_eval", {}).items():
+        print(f"  {name}: Crucible / KernelBench's eval = {ratio}")
     print(
         f"host peak RSS {s['host_peak_rss_gb']} GB (children {s['children_peak_rss_gb']} GB); "
         f"host GPU peak {s['host_gpu_peak_alloc_gb']} GB"
@@ -738,3 +753,39 @@ def run_phase(
     partial.update(summary)
     print_report(rows, summary)
     return summary
+
+
+def resummarize(path: Path) -> dict:
+    """The report again from a saved run (`bench_kernels.py --only-kernelbench --out`): its
+    rows and phase facts as saved, the summary recomputed and written back. A run that
+    stopped before KernelBench's precompile wall was saved gets its longest build there
+    (the builds ran in parallel: a lower bound), said in `kb_precompile_wall_note`."""
+    import json
+
+    results = json.loads(Path(path).read_text())
+    section = results["kernelbench"]
+    rows, saved = section["rows"], dict(section.get("summary") or {})
+    extra = {k: saved[k] for k in ("limits", "kb_eval_args", "crucible_domains") if k in saved}
+    extra["kb_precompile_wall_s"] = saved.get("kb_precompile_wall_s")
+    if extra["kb_precompile_wall_s"] is None:
+        builds = [r["kb_build_s"] for r in rows if r.get("kb_build_s")]
+        extra["kb_precompile_wall_s"] = max(builds, default=0.0)
+        extra["kb_precompile_wall_note"] = "not saved: the longest build (a lower bound)"
+    machine = saved.get("machine") or {}
+    if not machine and "crucible_machine" in saved:
+        machine = {"crucible": saved["crucible_machine"]}
+    summary = summarize(rows, machine, extra)
+    for k in ("host_peak_rss_gb", "children_peak_rss_gb", "host_gpu_peak_alloc_gb"):
+        summary[k] = saved.get(k)  # the run's, never this process's
+    section["summary"] = summary
+    Path(path).write_text(json.dumps(results, indent=1, default=_jsonable))
+    print_report(rows, summary)
+    return summary
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="the KernelBench phase's report from a saved run")
+    ap.add_argument("--summarize", metavar="JSON", required=True, help="a run's --out file")
+    resummarize(Path(ap.parse_args().summarize))
