@@ -444,6 +444,7 @@ def main() -> int:
 
     import torch
 
+    from verifiers.kernels.pool import GpuLock
     from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
 
     limits = Limits(unconfined=args.unconfined)
@@ -605,8 +606,13 @@ def main() -> int:
     if args.timing_ab:
         results["timing_ab"] = timing_ab(tasks, args, limits, cache)
         save()
-    for domain, v in verifiers.items():  # timings that paused the running jobs
-        lock = v._gpu
+    # timings that paused the running jobs, per GPU lock: on a GPU the domains' verifiers
+    # share the process's one (`the_card`), and it is reported once, under their names
+    locks: dict[int, tuple[list[str], GpuLock]] = {}
+    for domain, v in verifiers.items():
+        locks.setdefault(id(v._gpu), ([], v._gpu))[0].append(domain)
+    for names, lock in locks.values():
+        domain = "+".join(names)
         results.setdefault("timing_pauses", {})[domain] = {
             "pauses": lock.pauses,
             "seconds": round(lock.pause_s, 3),
@@ -618,6 +624,7 @@ def main() -> int:
                 f"{lock.pause_s:.1f}s in all ({lock.pause_s / lock.pauses * 1e3:.1f} ms each)"
                 f"; {lock.resisted} jobs killed for running through one"
             )
+    for v in verifiers.values():
         v.close()
 
     refs = [r for r in rows if r["phase"] == "references"]

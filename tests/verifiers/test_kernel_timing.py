@@ -590,3 +590,43 @@ def test_a_gpu_that_stays_busy_gets_no_timed_run_and_says_why():
             pass
 
     _run_threads(timing, timeout_s=5)
+
+
+def test_verifiers_on_a_gpu_share_the_process_lock_and_memory(monkeypatch, caplog):
+    """A CUDA and a Triton verifier in one process on one GPU (the reward service keeps one
+    per domain): one's timed runs must have the GPU alone against the other's jobs too,
+    and both admit jobs against one card. Before, each made a lock of its own (a CUDA
+    timing ran beside Triton jobs) and counted the whole card for itself."""
+    from verifiers.kernels import pool
+    from verifiers.kernels.verifier import CudaVerifier, TritonVerifier
+
+    monkeypatch.setattr(pool, "_CARD", None)  # this test's card, not the process's
+    cuda = CudaVerifier(device="cuda", workers=1, timing_pause=False)
+    triton = TritonVerifier(device="cuda", workers=1, timing_pause=False)
+    assert cuda._gpu is triton._gpu and cuda._gpu_mem is triton._gpu_mem
+    order: list[str] = []
+    shared, go = threading.Event(), threading.Event()
+
+    def triton_job():
+        with triton._gpu.shared():
+            shared.set()
+            go.wait(5)
+            time.sleep(0.2)  # the timing below has asked by now
+            order.append("triton job ends")
+
+    def cuda_timing():
+        shared.wait(5)
+        go.set()
+        with cuda._gpu.exclusive():
+            order.append("cuda timing")
+
+    _run_threads(triton_job, cuda_timing)
+    assert order == ["triton job ends", "cuda timing"]
+    # another timing_pause later keeps the card's lock, and says so
+    with caplog.at_level("WARNING", logger="verifiers.kernels.pool"):
+        later = TritonVerifier(device="cuda", workers=1, timing_pause=True)
+        assert later._gpu is cuda._gpu and later._gpu.pause is False
+    assert "one lock per card" in caplog.text
+    # verifiers off a GPU keep their own (nothing of theirs runs on one)
+    cpu_a, cpu_b = CudaVerifier(device="cpu", workers=1), TritonVerifier(device="cpu", workers=1)
+    assert cpu_a._gpu is not cpu_b._gpu and cpu_a._gpu is not cuda._gpu

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -30,6 +31,8 @@ from typing import Any
 from verifiers.contract import Limits
 from verifiers.sandbox import UID_SLOTS, continue_pids, resisting, stop_tree
 from verifiers.warm import Worker, WorkerCommand, WorkerPool
+
+log = logging.getLogger(__name__)
 
 RUNNER_FSIZE_MB = 1024  # one output file (CPU nodes: small shapes; GPUs share memory)
 # Limits a runner's sandbox is not built from: each job gets them itself (its deadline,
@@ -684,3 +687,29 @@ class GpuMemory:
             with self._cond:
                 self._held -= nbytes
                 self._cond.notify_all()
+
+
+_CARD: tuple[GpuLock, GpuMemory] | None = None
+_CARD_LOCK = threading.Lock()
+
+
+def the_card(pause: bool) -> tuple[GpuLock, GpuMemory]:
+    """This process's GPU lock and memory budget, one pair for its card: every kernel
+    verifier on the GPU shares them. A CUDA and a Triton verifier in one process (the
+    reward service keeps one per domain) then time alone against each other's jobs too,
+    and admit jobs against one card instead of each counting it whole. The first
+    verifier's `timing_pause` decides how a timing gets the GPU alone for all of them (a
+    later one asking the other way is logged)."""
+    global _CARD
+    with _CARD_LOCK:
+        if _CARD is None:
+            lock = GpuLock(pause=pause)
+            _CARD = (lock, GpuMemory(gpu=lock))
+        elif _CARD[0].pause != pause:
+            log.warning(
+                "timing_pause=%s asked, but this process's GPU lock was made with %s by an "
+                "earlier verifier: one lock per card, so its way stays",
+                pause,
+                _CARD[0].pause,
+            )
+        return _CARD

@@ -57,6 +57,7 @@ from verifiers.kernels.pool import (
     TimingSlot,
     WorkerSpec,
     runner_limits,
+    the_card,
 )
 from verifiers.kernels.quiet import gpu_calibrate, gpu_quiet
 from verifiers.kernels.redact import runner_problem
@@ -215,9 +216,11 @@ class KernelVerifier(Verifier):
         # by the limits the runners' sandboxes are built from (`runner_limits`), and aot
         self._pools: dict[tuple[Limits, bool], KernelPool] = {}
         self._pool_lock = threading.Lock()
-        # shared by every pool: one GPU, timed alone (running jobs paused meanwhile)
-        self._gpu = GpuLock(pause=s.timing_pause)
-        self._gpu_mem = GpuMemory(gpu=self._gpu)  # what GPU jobs may hold at once, on this card
+        # shared by every pool: one GPU, timed alone (running jobs paused meanwhile), and
+        # what GPU jobs may hold at once on it; on a GPU, by every verifier of this process
+        # (`_card`)
+        self._card_pair: tuple[GpuLock, GpuMemory] | None = None
+        self._card_lock = threading.Lock()
         self._costs: dict[str, dict] = {}
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
@@ -291,6 +294,28 @@ class KernelVerifier(Verifier):
                 pool = KernelPool(spec, n, gpu=self._gpu)
                 self._pools[key] = pool
             return pool
+
+    def _card(self) -> tuple[GpuLock, GpuMemory]:
+        """The GPU lock and memory budget this verifier's jobs use: on a GPU the process's
+        one pair (`the_card`: a CUDA and a Triton verifier side by side time alone against
+        each other), else a pair of its own (nothing runs on a GPU)."""
+        with self._card_lock:
+            if self._card_pair is None:
+                pause = self.settings.timing_pause  # type: ignore[attr-defined]
+                if self.device == "cuda":
+                    self._card_pair = the_card(pause)
+                else:
+                    lock = GpuLock(pause=pause)
+                    self._card_pair = (lock, GpuMemory(gpu=lock))
+            return self._card_pair
+
+    @property
+    def _gpu(self) -> GpuLock:
+        return self._card()[0]
+
+    @property
+    def _gpu_mem(self) -> GpuMemory:
+        return self._card()[1]
 
     def close(self) -> None:
         with self._pool_lock:  # a verify thread may be making a pool meanwhile
