@@ -135,7 +135,7 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "eager_ms": vd.metrics.get("eager_ms"),
         "compile_ms": vd.metrics.get("compile_ms"),
         "implausible": vd.metrics.get("implausible_speedup", False),
-        "feedback": vd.feedback[:300],
+        "feedback": (vd.feedback or "")[:300],
         "runner_seconds": vd.metrics.get("runner_seconds", {}),
         "nvcc_seconds": vd.metrics.get("nvcc_seconds"),
         # #30: the GPU held alone, how the timing stopped, what the host built
@@ -254,6 +254,65 @@ def build_only(args, tasks, limits: Limits, cache: Path) -> dict:
         _built, record = build_batch(classes[domain], mine, limits, cache / domain, args.workers)
         out["prebuild"][domain] = record
         print(f"  {brief(record)}", flush=True)
+    return out
+
+
+def mixed_batch(verifiers: dict, items: list, rows: list, limits: Limits) -> dict:
+    """The perturbation batch's candidates again, every domain's at once (one thread per
+    domain, as the reward service's), on verifiers whose builds are cached by now: the
+    domains share the card's one lock and memory budget (`pool.the_card`). Each verdict
+    is set beside the same candidate's in the domain-by-domain batch."""
+    by_domain: dict[str, list] = collections.defaultdict(list)
+    for it in items:
+        by_domain[it[0].domain].append(it)
+    by_domain = {d: m for d, m in by_domain.items() if d in verifiers}
+    n = sum(len(m) for m in by_domain.values())
+    print(f"\n== mixed: {n} candidates, {' + '.join(sorted(by_domain))} at once", flush=True)
+    before = {
+        d: [r for r in rows if r["phase"] == "perturbations" and r["domain"] == d]
+        for d in by_domain
+    }
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(len(by_domain) or 1) as ex:
+        futs = {
+            d: ex.submit(verifiers[d].verify_many, [(t, c) for t, c, _ in m], limits)
+            for d, m in by_domain.items()
+        }
+        verdicts = {d: f.result() for d, f in futs.items()}
+    wall = time.perf_counter() - t0
+
+    def label(status: str, code: str) -> str:
+        return "pass" if status == "slow" else f"{status}/{code}" if code else status
+
+    differ = []
+    for d, m in by_domain.items():
+        for (t, _c, gen), vd, was in zip(m, verdicts[d], before[d], strict=True):
+            rows.append(row_of("mixed", t, gen, vd))
+            a, b = label(was["status"], was["code"]), label(vd.status.value, vd.code)
+            if a != b:
+                differ.append(
+                    {
+                        "domain": d,
+                        "task": t.name,
+                        "generator": gen,
+                        "alone": a,
+                        "mixed": b,
+                        "feedback": (vd.feedback or "")[:300],
+                    }
+                )
+    out = {
+        "candidates": n,
+        "wall_s": round(wall, 2),
+        "per_min": round(n / wall * 60, 1),
+        "differ": differ,
+    }
+    print(
+        f"  {n} in {wall:.1f}s = {out['per_min']}/min; {len(differ)} of {n} statuses "
+        "differ from the domain-by-domain batch",
+        flush=True,
+    )
+    for x in differ:
+        print(f"    {x['domain']}/{x['task']} {x['generator']}: {x['alone']} -> {x['mixed']}")
     return out
 
 
@@ -415,6 +474,13 @@ def main() -> int:
         "--warm-refs",
         action="store_true",
         help="verify every reference a second time, build caches warm: its latency",
+    )
+    p.add_argument(
+        "--mixed",
+        action="store_true",
+        help="the perturbation batch again with both domains at once on the one card (as "
+        "the reward service verifies them): statuses against the domain-by-domain batch "
+        "(a timed run's `slow` read as `pass`)",
     )
     p.add_argument(
         "--timing-ab",
@@ -590,6 +656,9 @@ def main() -> int:
             f"this process {host:.2f} cores",
             flush=True,
         )
+        save()
+    if args.mixed:
+        results["mixed"] = mixed_batch(verifiers, items, rows, limits)
         save()
     if args.warm_refs:
         print(f"\n== references again, build caches warm: {len(tasks)}", flush=True)
