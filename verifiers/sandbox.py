@@ -113,6 +113,7 @@ MACHINE_CODES = (  # infra
     "killed_externally",
     "gpu_memory",
     "gpu_unavailable",
+    "draw_disturbed",
     "tool_missing",
 )
 _HZ = os.sysconf("SC_CLK_TCK")

@@ -234,6 +234,11 @@ CODES: dict[str, tuple[str, str]] = {
         "the job's process could not use the GPU before the candidate's code ran "
         "(the driver, the device or an MPS server failed)",
     ),
+    "draw_disturbed": (
+        INFRA,
+        "the verifier's own draw of a trial's inputs (or the reference's weights) came out "
+        "different twice: something else in its process drew from torch's random generators",
+    ),
     "gpu_not_quiet": (
         INFRA,
         "another process's work stayed on the GPU: the timed runs were not made",

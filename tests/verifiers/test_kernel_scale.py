@@ -8,9 +8,13 @@ sizes) runs in bench/gpu_smoke.py and bench/bench_kernels.py on the device.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import socket
+import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -129,6 +133,91 @@ def test_a_kernel_that_writes_into_its_input_is_inputs_mutated(triton_v):
     # the reference itself leaves its inputs alone and passes the same gates
     ok = triton_v.verify(task, task.reference, Limits(gates=CPU_GATES))
     assert ok.status is Status.PASS, ok.feedback
+
+
+# --- the host's own draws: torch's random generators are the process's ---------------------
+def _drawer(mine: threading.Event, other: threading.Event) -> SimpleNamespace:
+    """A problem whose inputs are drawn in two steps, with a second drawer let in between
+    when one can get in (it waits up to 0.5 s for it)."""
+
+    def get_inputs():
+        xs = [torch.randn(64)]
+        mine.set()
+        other.wait(0.5)
+        time.sleep(0.05)
+        xs.append(torch.randn(64))
+        return xs
+
+    return SimpleNamespace(get_inputs=get_inputs)
+
+
+def test_verifiers_of_two_domains_in_one_process_draw_one_at_a_time():
+    """Measured on the H100 node (bench_kernels --mixed): a CUDA and a Triton verifier in
+    one process, each under a lock of its own, reseeded torch between each other's draws,
+    and 7 of 43 candidates came out `inputs_mutated`, a pass among them. Every kernel
+    verifier's draws hold the process's one lock (`TORCH_RNG`)."""
+    from verifiers.kernels.verifier import CudaVerifier
+
+    done = threading.Event()
+    done.set()
+    clean = [runner.make_inputs(_drawer(threading.Event(), done), s, "cpu") for s in (1, 2)]
+    cuda, triton = CudaVerifier(device="cpu", workers=1), TritonVerifier(device="cpu", workers=1)
+    try:
+        a, b = threading.Event(), threading.Event()
+        with concurrent.futures.ThreadPoolExecutor(2) as ex:
+            fa = ex.submit(cuda._inputs, _drawer(a, b), 1, "cpu")
+            fb = ex.submit(triton._inputs, _drawer(b, a), 2, "cpu")
+            got = [fa.result(10), fb.result(10)]
+        for want, drawn in zip(clean, got, strict=True):
+            assert all(cmp.same_bits(x, y) for x, y in zip(want, drawn, strict=True))
+    finally:
+        cuda.close()
+        triton.close()
+
+
+def test_inputs_mutated_stands_only_once_the_hosts_own_draw_is_the_seeds(triton_v):
+    """Something else in the process (a caller's own torch code beside the reward
+    service) that draws between the host's seeding and its draw leaves the host inputs
+    that are not the seed's; the job's, drawn in a process of its own, then differ from
+    them, and the candidate would be `inputs_mutated` for the machine's doing."""
+    task = load_task(ROOT / "tasks/triton/relu")
+    ctx = SimpleNamespace(task=task)
+    problem, _ = triton_v._reference(task, True)
+    trial = {"small": True, "seed": 5}
+    seeds = triton_v._inputs(problem, 5, "cpu")
+    fail = triton_v._mutated(ctx, trial, seeds, "trial 1/7", 0, seeds[0])
+    assert fail.code == "inputs_mutated"  # the host's draw is the seed's: the candidate's
+    disturbed = triton_v._inputs(problem, 6, "cpu")  # not seed 5's values
+    with pytest.raises(MachineFault) as e:
+        triton_v._mutated(ctx, trial, disturbed, "trial 1/7", 0, disturbed[0])
+    assert e.value.code == "draw_disturbed" and "draw_disturbed" in CODES
+
+
+def test_a_reference_built_twice_differently_is_the_machines(monkeypatch):
+    """The reference's weights (seed 42, once a task) are built twice and must agree."""
+    task = load_task(ROOT / "tasks/triton/linear_gelu_fp16")
+    calls = []
+    real = runner.build_reference
+
+    def disturbed(problem, seed, device):
+        model = real(problem, seed, device)
+        calls.append(1)
+        if len(calls) == 2:  # a draw elsewhere moved the generator under the second build
+            with torch.no_grad():
+                next(model.parameters()).add_(1.0)
+        return model
+
+    monkeypatch.setattr(runner, "build_reference", disturbed)
+    v = TritonVerifier(device="cpu", workers=1)
+    try:
+        with pytest.raises(MachineFault) as e:
+            v._reference(task, True)
+        assert e.value.code == "draw_disturbed"
+        monkeypatch.setattr(runner, "build_reference", real)  # two builds that agree
+        _problem, model = v._reference(task, True)
+        assert v._reference(task, True)[1] is model  # kept
+    finally:
+        v.close()
 
 
 # --- speed: a time under the card's floor is rejected; no bar, never slow ------------------

@@ -93,6 +93,11 @@ GPU_ONLY_GATES = ("correct", "timing")
 # on a node that could not have run the reference either.
 CPU_MEMORY_COPIES = 4
 CPU_ELEMENT_S = 1e-6
+# torch's random generators are the process's: every kernel verifier's seeding and drawing
+# (a trial's inputs, the reference's weights) holds this one lock, whatever its domain (a
+# CUDA and a Triton verifier side by side drew into each other's seeds: on the H100 node 7
+# of 43 candidates of such a batch came out `inputs_mutated`, a pass among them)
+TORCH_RNG = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -224,8 +229,9 @@ class KernelVerifier(Verifier):
         self._costs: dict[str, dict] = {}
         self._refs: dict[tuple, Any] = {}
         # torch's RNG is process-wide: seeding and drawing inputs (or initial weights) must
-        # not interleave between the threads that verify candidates side by side
-        self._rng = threading.Lock()
+        # not interleave between the threads that verify candidates side by side, of this
+        # verifier or of another in the process (`TORCH_RNG`)
+        self._rng = TORCH_RNG
         self._baselines: dict[str, dict] = {}
         # a build node's Triton compiles, by candidate (`seed`, `TritonVerifier.prebuild`)
         self._triton_seeds: collections.OrderedDict[str, dict] = collections.OrderedDict()
@@ -1114,8 +1120,17 @@ class KernelVerifier(Verifier):
                 problem = runner.problem_module(
                     h["problem"], small_sizes(task) if small else None, tag
                 )
-                model = runner.build_reference(problem, 42, "cpu").to(self.device)
-                self._refs[key] = (problem, model)
+                model = runner.build_reference(problem, 42, "cpu")
+                # built twice (once a task): the weights every trial's outputs come from
+                # must be seed 42's, not what a draw elsewhere in the process left
+                if not _same_state(model, runner.build_reference(problem, 42, "cpu")):
+                    raise MachineFault(
+                        "draw_disturbed",
+                        f"the reference of {task.name} built twice from seed 42 came out "
+                        "different: something else in this process draws from torch's "
+                        "random generators meanwhile",
+                    )
+                self._refs[key] = (problem, model.to(self.device))
         return self._refs[key]
 
     def _inputs(self, problem, seed: int, device: str, shift: float = 0.0) -> list:
@@ -1128,6 +1143,38 @@ class KernelVerifier(Verifier):
 
                 torch.cuda.synchronize()  # drawn before the next thread reseeds
         return inputs
+
+    def _mutated(self, ctx: Context, trial: dict, inputs: list, where: str, k: int, x):
+        """The candidate's `inputs_mutated`, once this verifier's own draw of the trial's
+        inputs is shown to be the seed's: drawn again, it must come out the same bits. One
+        that does not was disturbed by a draw elsewhere in the process (a caller's own
+        torch code beside the reward service): the machine's, `draw_disturbed` (infra,
+        retried). Without room for a second draw the verdict stands (the verifiers' own
+        draws never interleave: `TORCH_RNG`)."""
+        import torch
+
+        from verifiers.kernels.compare import same_bits
+
+        problem, _ = self._reference(ctx.task, trial["small"])
+        device = next((y.device.type for y in inputs if isinstance(y, torch.Tensor)), "cpu")
+        try:
+            again = self._inputs(problem, trial["seed"], device, trial.get("shift", 0.0))
+        except torch.OutOfMemoryError:
+            return inputs_mutated(where, k, x)
+        for a, b in zip(inputs, again, strict=True):
+            same = (
+                same_bits(a, b)
+                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                else type(a) is type(b) and a == b
+            )
+            if not same:
+                raise MachineFault(
+                    "draw_disturbed",
+                    f"{where}: the verifier's own draw of seed {trial['seed']}'s inputs came "
+                    "out different twice: something else in this process draws from "
+                    "torch's random generators meanwhile",
+                )
+        return inputs_mutated(where, k, x)
 
     def _compare(self, ctx: Context, trials: list[dict], res: dict) -> str:
         import torch
@@ -1153,7 +1200,7 @@ class KernelVerifier(Verifier):
                 ) from None
             for k, (x, y) in enumerate(zip(tensors, after, strict=True)):
                 if not same_bits(y, x):
-                    raise inputs_mutated(f"trial {i + 1}/{len(trials)}", k, x)
+                    raise self._mutated(ctx, trial, inputs, f"trial {i + 1}/{len(trials)}", k, x)
             verdict = compare(got, want, tol=self._tolerance(ctx.task))
             if not verdict.ok:
                 where = trial_where(trial)
@@ -1679,6 +1726,14 @@ def _flops(model, inputs) -> int:
         return 0
 
 
+def _same_state(a, b) -> bool:
+    """Two modules' parameters and buffers, bit for bit."""
+    from verifiers.kernels.compare import same_bits
+
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(same_bits(sa[k], sb[k]) for k in sa)
+
+
 def inputs_mutated(where: str, k: int, x) -> GateFail:
     return GateFail(
         Status.WRONG_ANSWER,
@@ -1819,7 +1874,7 @@ class _SharedTrials:
                 imp = self._open(fd, x, where, f"input {k}")
                 opened.append(imp)
                 if not same_bits(imp.tensor(x.dtype, x.shape), x):
-                    raise inputs_mutated(where, k, x)
+                    raise v._mutated(ctx, trial, inputs, where, k, x)
             got = []
             for k, (w, fd) in enumerate(zip(want, fds[len(tensors) :], strict=True)):
                 imp = self._open(fd, w, where, f"output {k}")
