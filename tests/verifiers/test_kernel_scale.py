@@ -154,8 +154,8 @@ def _drawer(mine: threading.Event, other: threading.Event) -> SimpleNamespace:
 def test_verifiers_of_two_domains_in_one_process_draw_one_at_a_time():
     """Measured on the H100 node (bench_kernels --mixed): a CUDA and a Triton verifier in
     one process, each under a lock of its own, reseeded torch between each other's draws,
-    and 7 of 43 candidates came out `inputs_mutated`, a pass among them. Every kernel
-    verifier's draws hold the process's one lock (`TORCH_RNG`)."""
+    and 7 of 43 candidates came out `inputs_mutated`, a correct (`slow`) one among them.
+    Every kernel verifier's draws hold the process's one lock (`TORCH_RNG`)."""
     from verifiers.kernels.verifier import CudaVerifier
 
     done = threading.Event()

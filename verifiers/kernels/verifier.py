@@ -96,7 +96,7 @@ CPU_ELEMENT_S = 1e-6
 # torch's random generators are the process's: every kernel verifier's seeding and drawing
 # (a trial's inputs, the reference's weights) holds this one lock, whatever its domain (a
 # CUDA and a Triton verifier side by side drew into each other's seeds: on the H100 node 7
-# of 43 candidates of such a batch came out `inputs_mutated`, a pass among them)
+# of 43 candidates of such a batch came out `inputs_mutated`, a correct (`slow`) one too)
 TORCH_RNG = threading.Lock()
 
 
