@@ -186,7 +186,11 @@ class KernelVerifier(Verifier):
     # 8: the timed runs' GPU sleep outlasts the forward's host-side issue (`timing_sleep`
     # issue, the default): on a busy H100 node the rule's 50-200 us was outlasted in 11 of
     # 16 Triton references, whose times then held the launch (`bench/results/i30_sleep_*`)
-    version = "8"
+    # 9: every kernel verifier of a process draws under one lock (`TORCH_RNG`); a CUDA and
+    # a Triton verifier side by side (the reward service) could each reseed torch inside
+    # the other's draw: inputs_mutated, or a reference built from the wrong weights (every
+    # candidate of its task numeric_mismatch), where judged-once verdicts kept them
+    version = "9"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
