@@ -62,17 +62,91 @@ from verifiers.contract import Limits
 
 # Candidates run as an unprivileged uid of their own: RLIMIT_NPROC counts processes per
 # uid, so one shared uid (e.g. nobody) would let concurrent sandboxes exhaust each other's
-# process limit, and a fork bomb in one would fail the others. A process gets
-# UID_SLOTS uids: slot 0 for its tool runs, one per warm worker after that.
+# process limit, and a fork bomb in one would fail the others (a neighbour's own fork then
+# fails: "Cannot fork", the neighbour's label). Sandbox uids come in ranges of UID_SLOTS,
+# each held by one process of the machine at a time (an flock on its file in
+# UID_LOCK_DIR, let go when the process ends): slot 0 for the process's tool runs, one
+# slot per warm worker after that (`claim_slot`), across all its pools and domains, and
+# further ranges when one is used up. Before, the range was the pid's (pid mod 16384:
+# two of a node's 200 actors shared one, odds ~70 %) and a worker's slot its index in its
+# pool (two pools of one process, the reward service's domains, shared worker 0's uid).
 SANDBOX_UID_BASE = 200_000
 SANDBOX_UID_SPAN = 1 << 20
 UID_SLOTS = 64
+UID_RANGES = SANDBOX_UID_SPAN // UID_SLOTS
+UID_LOCK_DIR = os.environ.get("CRUCIBLE_UID_LOCK_DIR", "/run/lock/crucible-sandbox-uids")
+_uids_lock = threading.Lock()
+_uids_pid = 0  # the process the ranges below were claimed by (a fork claims its own)
+_ranges: list[int] = []  # this process's uid ranges, by claim order
+_range_fds: list[int] = []  # their lock files, held open for the process's life
+_slots_taken = 1  # slot 0 is the tool runs'; worker slots are never handed out twice
 
 
-def sandbox_uid(pid: int | None = None, slot: int = 0) -> int:
-    """The uid a sandbox of this process runs as (stable for the process's life)."""
-    pid = os.getpid() if pid is None else pid
-    return SANDBOX_UID_BASE + (pid % (SANDBOX_UID_SPAN // UID_SLOTS)) * UID_SLOTS + slot
+def _claim_range(start: int, taken: Iterable[int] = ()) -> tuple[int, int]:
+    """(a uid range no other process of this machine holds, its lock file's fd), the
+    first free one from `start` on."""
+    import fcntl
+
+    os.makedirs(UID_LOCK_DIR, mode=0o755, exist_ok=True)
+    skip = set(taken)
+    for k in range(UID_RANGES):
+        r = (start + k) % UID_RANGES
+        if r in skip:
+            continue
+        fd = os.open(os.path.join(UID_LOCK_DIR, str(r)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return r, fd
+    raise SandboxUnavailable(
+        f"every sandbox uid range of this machine ({UID_RANGES}, in {UID_LOCK_DIR}) is held "
+        "by a live process: stop some verifier processes"
+    )
+
+
+def _forked() -> None:
+    """A forked child holds its parent's lock fds, not its ranges: it claims its own
+    (`_uids_lock` held)."""
+    global _uids_pid, _ranges, _range_fds, _slots_taken
+    if _uids_pid != os.getpid():
+        _uids_pid, _ranges, _range_fds, _slots_taken = os.getpid(), [], [], 1
+
+
+def _range(i: int) -> int:
+    """This process's `i`-th uid range, claimed on first use (`_uids_lock` held)."""
+    _forked()
+    while len(_ranges) <= i:
+        r, fd = _claim_range((os.getpid() + len(_ranges)) % UID_RANGES, _ranges)
+        _ranges.append(r)
+        _range_fds.append(fd)
+    return _ranges[i]
+
+
+def sandbox_uid(slot: int = 0) -> int:
+    """The uid of this process's sandbox `slot` (slot 0: its tool runs; a worker's from
+    `claim_slot`), stable for the process's life and no other process's meanwhile."""
+    with _uids_lock:
+        return SANDBOX_UID_BASE + _range(slot // UID_SLOTS) * UID_SLOTS + slot % UID_SLOTS
+
+
+def claim_slot() -> int:
+    """A sandbox slot of this process no other caller got: a warm worker's own uid, for
+    its life and its restarts (never handed out again in this process)."""
+    global _slots_taken
+    with _uids_lock:  # no range claimed yet: a caller that is not root never needs one
+        _forked()
+        slot = _slots_taken
+        _slots_taken += 1
+        return slot
+
+
+def own_sandbox_uids() -> set[int]:
+    """Every uid this process's sandboxes run as, or may (its ranges, whole)."""
+    with _uids_lock:
+        _range(0)
+        return {SANDBOX_UID_BASE + r * UID_SLOTS + k for r in _ranges for k in range(UID_SLOTS)}
 
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"

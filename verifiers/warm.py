@@ -46,11 +46,11 @@ from typing import Any
 from verifiers.contract import Limits
 from verifiers.sandbox import (
     SANDBOX_PATH,
-    UID_SLOTS,
     Confinement,
     Sandbox,
     Stop,
     TreeSnapshot,
+    claim_slot,
     confined_argv,
     continue_pids,
     limits_shell,
@@ -323,10 +323,11 @@ class Worker:
         """Prepare host dirs the server needs (called before every start)."""
 
     def uid_slot(self) -> int:
-        """The sandbox uid's slot (`sandbox_uid`): a uid of its own per worker, so a fork
-        bomb in one worker cannot use up another's process limit, nor can one worker's
-        candidate signal another's processes."""
-        return 1 + self.index % (UID_SLOTS - 1)
+        """The sandbox uid's slot (`sandbox_uid`): a uid of its own per worker, of every
+        pool and domain in this process (`claim_slot`), so a fork bomb in one worker
+        cannot use up another's process limit, nor can one worker's candidate signal
+        another's processes. Read once, before the first start."""
+        return claim_slot()
 
     # --- lifecycle ------------------------------------------------------------------
     def python_env(self) -> dict[str, str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifiers.contract import Status, Verdict
-from verifiers.sandbox import SANDBOX_UID_BASE, SANDBOX_UID_SPAN, UID_SLOTS, sandbox_uid
+from verifiers.sandbox import SANDBOX_UID_BASE, SANDBOX_UID_SPAN, own_sandbox_uids
 
 # the host's own temp root (the test session points TMPDIR at a dir of its own below it)
 HOST_TMP = "/tmp"
@@ -52,7 +52,7 @@ def _is_sandbox_uid(uid: int) -> bool:
 def _own_uids() -> set[int]:
     """The sandbox uids of this test process (other sessions' tests on the same machine
     run their candidates under uids of their own)."""
-    return {sandbox_uid(os.getpid(), slot) for slot in range(UID_SLOTS)}
+    return own_sandbox_uids()
 
 
 def sandbox_processes() -> list[tuple[int, int, str]]:

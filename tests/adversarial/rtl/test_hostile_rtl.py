@@ -11,7 +11,6 @@ left_behind, classics, power_up, unchecked_requirement).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -601,7 +600,7 @@ def rtl() -> RtlVerifier:
 def only_our_sandbox_uid(monkeypatch):
     """The RTL verifier runs every tool in this process's own sandbox uid; processes of
     other sandbox uids belong to other test processes sharing the machine."""
-    ours = sandbox_uid(os.getpid())
+    ours = sandbox_uid()
     everyone = harness.sandbox_processes
     monkeypatch.setattr(
         harness, "sandbox_processes", lambda: [p for p in everyone() if p[1] == ours]
