@@ -36,6 +36,7 @@ from typing import Any
 from verifiers import domain as domains
 from verifiers.base import infra_verdict
 from verifiers.contract import Candidate, Limits, Task, Verdict, content_id
+from verifiers.sandbox import uid_lock_dir
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ SANDBOX_CAPS = (
     "FOWNER",
 )
 SECURITY_OPT = ("no-new-privileges",)
+# where a container's worker finds the host's uid-range locks (`verifiers.sandbox`)
+UID_LOCKS = "/run/lock/crucible-sandbox-uids"
 LABEL = "org.crucible.backend"
 BUILD_HINT = "infra/build-images.sh {image}"
 SOCKET_HINT = (
@@ -155,6 +158,9 @@ class ContainerBackend:
         if self.verifier_settings:
             argv += ["--settings", json.dumps(self.verifier_settings)]
         tmpfs = f"rw,exec,nosuid,nodev,size={s.tmpfs_mb}m,mode=1777"
+        # the host's uid-range locks: the worker's sandbox uids (host uids: RLIMIT_NPROC
+        # counts them machine-wide) are then no other container's or host process's
+        locks = uid_lock_dir()
         return {
             "command": argv,
             "stdin_open": True,
@@ -163,7 +169,8 @@ class ContainerBackend:
             "read_only": True,
             "tmpfs": {"/tmp": tmpfs, "/work": tmpfs},
             "working_dir": "/work",
-            "environment": {"TMPDIR": "/tmp", "HOME": "/work"},
+            "environment": {"TMPDIR": "/tmp", "HOME": "/work", "CRUCIBLE_UID_LOCK_DIR": UID_LOCKS},
+            "volumes": {locks: {"bind": UID_LOCKS, "mode": "rw"}},
             "mem_limit": s.memory,
             "memswap_limit": s.memory,
             "pids_limit": s.pids,

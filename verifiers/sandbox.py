@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
+import logging
 import os
 import re
 import select
@@ -59,6 +60,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from verifiers.contract import Limits
+
+log = logging.getLogger(__name__)
 
 # Candidates run as an unprivileged uid of their own: RLIMIT_NPROC counts processes per
 # uid, so one shared uid (e.g. nobody) would let concurrent sandboxes exhaust each other's
@@ -79,7 +82,41 @@ _uids_lock = threading.Lock()
 _uids_pid = 0  # the process the ranges below were claimed by (a fork claims its own)
 _ranges: list[int] = []  # this process's uid ranges, by claim order
 _range_fds: list[int] = []  # their lock files, held open for the process's life
-_slots_taken = 1  # slot 0 is the tool runs'; worker slots are never handed out twice
+_slots_taken = 1  # slot 0 is the tool runs'; the next slot never handed out
+_slots_free: list[int] = []  # handed back by closed workers (`release_slot`)
+
+
+def uid_lock_dir() -> str:
+    """The dir of the uid ranges' lock files, made if missing: UID_LOCK_DIR, or where it
+    cannot be made (a read-only /run) /tmp's, said once: the processes of one machine
+    must agree on it (a container of the container backend is given the host's)."""
+    global _lock_dir_said
+    try:
+        os.makedirs(UID_LOCK_DIR, mode=0o755, exist_ok=True)
+        return UID_LOCK_DIR
+    except OSError as e:
+        fallback = "/tmp/crucible-sandbox-uids"
+        if not _lock_dir_said:
+            _lock_dir_said = True
+            log.warning(
+                "sandbox uid ranges: %s cannot be made (%s); using %s, which every "
+                "verifier process of this machine must use too (CRUCIBLE_UID_LOCK_DIR)",
+                UID_LOCK_DIR,
+                e,
+                fallback,
+            )
+        try:
+            os.makedirs(fallback, mode=0o755, exist_ok=True)
+        except OSError as e2:
+            raise SandboxUnavailable(
+                f"no dir for the sandbox uid ranges' lock files: {UID_LOCK_DIR} ({e}), "
+                f"{fallback} ({e2}); set CRUCIBLE_UID_LOCK_DIR to a writable dir that every "
+                "verifier process of this machine shares"
+            ) from None
+        return fallback
+
+
+_lock_dir_said = False
 
 
 def _claim_range(start: int, taken: Iterable[int] = ()) -> tuple[int, int]:
@@ -87,13 +124,13 @@ def _claim_range(start: int, taken: Iterable[int] = ()) -> tuple[int, int]:
     first free one from `start` on."""
     import fcntl
 
-    os.makedirs(UID_LOCK_DIR, mode=0o755, exist_ok=True)
+    where = uid_lock_dir()
     skip = set(taken)
     for k in range(UID_RANGES):
         r = (start + k) % UID_RANGES
         if r in skip:
             continue
-        fd = os.open(os.path.join(UID_LOCK_DIR, str(r)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+        fd = os.open(os.path.join(where, str(r)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -101,7 +138,7 @@ def _claim_range(start: int, taken: Iterable[int] = ()) -> tuple[int, int]:
             continue
         return r, fd
     raise SandboxUnavailable(
-        f"every sandbox uid range of this machine ({UID_RANGES}, in {UID_LOCK_DIR}) is held "
+        f"every sandbox uid range of this machine ({UID_RANGES}, in {where}) is held "
         "by a live process: stop some verifier processes"
     )
 
@@ -109,9 +146,9 @@ def _claim_range(start: int, taken: Iterable[int] = ()) -> tuple[int, int]:
 def _forked() -> None:
     """A forked child holds its parent's lock fds, not its ranges: it claims its own
     (`_uids_lock` held)."""
-    global _uids_pid, _ranges, _range_fds, _slots_taken
+    global _uids_pid, _ranges, _range_fds, _slots_taken, _slots_free
     if _uids_pid != os.getpid():
-        _uids_pid, _ranges, _range_fds, _slots_taken = os.getpid(), [], [], 1
+        _uids_pid, _ranges, _range_fds, _slots_taken, _slots_free = os.getpid(), [], [], 1, []
 
 
 def _range(i: int) -> int:
@@ -132,14 +169,43 @@ def sandbox_uid(slot: int = 0) -> int:
 
 
 def claim_slot() -> int:
-    """A sandbox slot of this process no other caller got: a warm worker's own uid, for
-    its life and its restarts (never handed out again in this process)."""
+    """A sandbox slot of this process no other holder has: a warm worker's own uid, for
+    its life and its restarts, until it hands it back (`release_slot`)."""
     global _slots_taken
     with _uids_lock:  # no range claimed yet: a caller that is not root never needs one
         _forked()
+        if _slots_free:
+            return _slots_free.pop()
         slot = _slots_taken
         _slots_taken += 1
         return slot
+
+
+def release_slot(slot: int) -> None:
+    """A closed worker's slot, free for the next once no process runs as its uid (a
+    sandbox's pid 1 takes its whole pid namespace with it, within moments); one still
+    running keeps the slot taken for good."""
+    uid = sandbox_uid(slot) if os.geteuid() == 0 else None
+    deadline = time.monotonic() + 2.0
+    while uid is not None and _runs_as(uid):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+    with _uids_lock:
+        _forked()
+        if 0 < slot < _slots_taken and slot not in _slots_free:
+            _slots_free.append(slot)
+            _slots_free.sort(reverse=True)  # the lowest first: the ranges held stay few
+
+
+def _runs_as(uid: int) -> bool:
+    """Whether a process of this machine (this pid namespace's view) runs as `uid`."""
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    return True
+    return False
 
 
 def own_sandbox_uids() -> set[int]:

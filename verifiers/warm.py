@@ -55,6 +55,7 @@ from verifiers.sandbox import (
     continue_pids,
     limits_shell,
     oom_kills,
+    release_slot,
     sandbox_uid,
     stop_tree,
     tree_snapshot,
@@ -295,7 +296,8 @@ class Worker:
             self._streams: dict[int, str] = {}
             self._printed = {"stdout": 0, "stderr": 0}  # bytes each stream carried this job
             self._tail = bytearray()  # the last LOG_CAP bytes printed, both streams
-            self._sandbox = Sandbox(limits, slot=self.uid_slot())  # probes bwrap unless unconfined
+            self._slot = self.uid_slot()
+            self._sandbox = Sandbox(limits, slot=self._slot)  # probes bwrap unless unconfined
             self._uid = self._sandbox.uid
             self.work = self.home / "w0"
             self._outs = 0
@@ -493,6 +495,9 @@ class Worker:
         _LIVE.discard(self)
         self.stop()
         shutil.rmtree(self.home, ignore_errors=True)
+        slot, self._slot = getattr(self, "_slot", 0), 0
+        if slot:  # its processes are gone with the sandbox: the uid is free
+            release_slot(slot)
 
     # --- jobs -----------------------------------------------------------------------
     def log_tail(self, n: int = 2000) -> str:

@@ -213,6 +213,23 @@ def test_the_container_is_confined(backend):
 
 
 @needs_podman
+def test_the_containers_sandbox_uids_come_from_the_hosts_ranges(backend):
+    """Sandbox uids are host uids (RLIMIT_NPROC counts them machine-wide): a container's
+    worker claims its uid range among the host's locks (bound in), so a range this
+    process holds is skipped in there too. Before, a container's worker took the range
+    of its pid inside the container, the same small pid in every container."""
+    from verifiers import sandbox
+
+    sandbox.sandbox_uid()  # this process's first range, held
+    mine = sandbox._ranges[0]
+    backend.start()
+    claim = f"from verifiers import sandbox; print(sandbox._claim_range({mine})[0])"
+    rc, out = backend._container.exec_run(["python", "-c", claim])
+    assert rc == 0, out.decode()
+    assert int(out.decode().split()[-1]) != mine
+
+
+@needs_podman
 def test_a_missing_image_is_a_clear_infra_error(docker_url):
     settings = ContainerSettings(base_url=docker_url, image="crucible-eda:no-such-version")
     b = ContainerBackend("rtl", settings=settings)

@@ -91,49 +91,78 @@ def test_a_uid_range_is_one_processes_at_a_time(tmp_path, monkeypatch):
     assert again == 5
 
 
-def test_slots_are_never_handed_out_twice_and_spill_into_further_ranges(tmp_path, monkeypatch):
+@pytest.fixture
+def fresh_ranges(tmp_path, monkeypatch):
+    """This process's uid ranges and slots as a new process's, in a lock dir of its own."""
     monkeypatch.setattr(sandbox, "UID_LOCK_DIR", str(tmp_path))
-    monkeypatch.setattr(sandbox, "_uids_pid", os.getpid())
-    monkeypatch.setattr(sandbox, "_ranges", [])
-    monkeypatch.setattr(sandbox, "_range_fds", [])
-    monkeypatch.setattr(sandbox, "_slots_taken", 1)
-    try:
-        slots = [sandbox.claim_slot() for _ in range(sandbox.UID_SLOTS + 3)]
-        assert slots == list(range(1, sandbox.UID_SLOTS + 4))
-        uids = [sandbox.sandbox_uid(s) for s in [0, *slots]]
-        assert len(set(uids)) == len(uids)
-        assert len(sandbox._ranges) == 2  # the 64th worker slot on is the second range's
-        assert set(uids) <= sandbox.own_sandbox_uids()
-    finally:
-        for fd in sandbox._range_fds:
-            os.close(fd)
+    for name, value in (
+        ("_uids_pid", os.getpid()),
+        ("_ranges", []),
+        ("_range_fds", []),
+        ("_slots_taken", 1),
+        ("_slots_free", []),
+    ):
+        monkeypatch.setattr(sandbox, name, value)
+    yield
+    for fd in sandbox._range_fds:
+        os.close(fd)
 
 
-def test_a_forked_child_claims_ranges_of_its_own(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "UID_LOCK_DIR", str(tmp_path))
-    monkeypatch.setattr(sandbox, "_uids_pid", os.getpid())
-    monkeypatch.setattr(sandbox, "_ranges", [])
-    monkeypatch.setattr(sandbox, "_range_fds", [])
-    monkeypatch.setattr(sandbox, "_slots_taken", 1)
-    try:
-        parent = sandbox.sandbox_uid(0)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: its own range, and its slots counted from 1 again
-            try:
-                os.write(w, json.dumps([sandbox.sandbox_uid(0), sandbox.claim_slot()]).encode())
-            finally:
-                os._exit(0)
-        os.close(w)
+def test_slots_are_never_handed_out_twice_and_spill_into_further_ranges(fresh_ranges):
+    slots = [sandbox.claim_slot() for _ in range(sandbox.UID_SLOTS + 3)]
+    assert slots == list(range(1, sandbox.UID_SLOTS + 4))
+    uids = [sandbox.sandbox_uid(s) for s in [0, *slots]]
+    assert len(set(uids)) == len(uids)
+    assert len(sandbox._ranges) == 2  # the 64th worker slot on is the second range's
+    assert set(uids) <= sandbox.own_sandbox_uids()
+
+
+def test_a_forked_child_claims_ranges_of_its_own(fresh_ranges):
+    parent = sandbox.sandbox_uid(0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own range, and its slots counted from 1 again
         try:
-            ready, _, _ = select.select([r], [], [], 30)
-            assert ready, "the forked child never answered"
-            child_uid, child_slot = json.loads(os.read(r, 4096))
+            os.write(w, json.dumps([sandbox.sandbox_uid(0), sandbox.claim_slot()]).encode())
         finally:
-            os.close(r)
-            os.waitpid(pid, 0)
-        assert child_uid != parent and child_slot == 1
-        assert child_uid not in sandbox.own_sandbox_uids()
+            os._exit(0)
+    os.close(w)
+    try:
+        ready, _, _ = select.select([r], [], [], 30)
+        assert ready, "the forked child never answered"
+        child_uid, child_slot = json.loads(os.read(r, 4096))
     finally:
-        for fd in sandbox._range_fds:
-            os.close(fd)
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert child_uid != parent and child_slot == 1
+    assert child_uid not in sandbox.own_sandbox_uids()
+
+
+def test_a_lock_dir_that_cannot_be_made_falls_back_to_tmps_and_says_so(monkeypatch, caplog):
+    monkeypatch.setattr(sandbox, "UID_LOCK_DIR", "/proc/crucible-no-such-dir")
+    monkeypatch.setattr(sandbox, "_lock_dir_said", False)
+    with caplog.at_level("WARNING", logger="verifiers.sandbox"):
+        assert sandbox.uid_lock_dir() == "/tmp/crucible-sandbox-uids"
+        assert sandbox.uid_lock_dir() == "/tmp/crucible-sandbox-uids"
+    said = [r for r in caplog.records if "CRUCIBLE_UID_LOCK_DIR" in r.getMessage()]
+    assert len(said) == 1  # once
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox uid of its own needs root")
+def test_a_closed_workers_uid_goes_to_the_next_worker_once_nothing_runs_as_it(
+    fresh_ranges, monkeypatch
+):
+    first = HogWorker(Limits(), index=0)
+    slot = first._slot
+    first.close()
+    second = NeighbourWorker(Limits(), index=0)
+    try:
+        assert second._slot == slot == 1  # handed back, taken again: the ranges stay few
+    finally:
+        second.close()
+    # a process still running as the uid keeps the slot taken
+    monkeypatch.setattr(sandbox, "_runs_as", lambda uid: True)
+    third = HogWorker(Limits(), index=0)
+    kept = third._slot
+    third.close()  # waits 2 s for the uid's processes, then keeps the slot
+    assert sandbox.claim_slot() != kept
