@@ -70,9 +70,11 @@ log = logging.getLogger(__name__)
 # each held by one process of the machine at a time (an flock on its file in
 # UID_LOCK_DIR, let go when the process ends): slot 0 for the process's tool runs, one
 # slot per warm worker after that (`claim_slot`), across all its pools and domains, and
-# further ranges when one is used up. Before, the range was the pid's (pid mod 16384:
-# two of a node's 200 actors shared one, odds ~70 %) and a worker's slot its index in its
-# pool (two pools of one process, the reward service's domains, shared worker 0's uid).
+# further ranges when one is used up. Before, the range was the pid's mod 16384 (200
+# actor processes of a node with pids at random share one with odds ~70 %; every
+# container's worker, pid 1-ish in its own pid namespace, the same) and a worker's slot
+# its index in its pool (two pools of one process, the reward service's domains, shared
+# worker 0's uid).
 SANDBOX_UID_BASE = 200_000
 SANDBOX_UID_SPAN = 1 << 20
 UID_SLOTS = 64
