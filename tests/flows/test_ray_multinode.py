@@ -96,6 +96,8 @@ def baseline(ray_nodes, catalog, tmp_path_factory) -> Path:
 
 
 def test_the_cluster_is_three_ray_start_nodes_with_their_own_resources(ray_nodes):
+    """Over 30 s with its set-up: the module's three `ray start` nodes come up for it
+    (`ray_nodes`, shared by every test of the module)."""
     alive = ray_nodes.alive()
     assert set(alive) == {"head", EDA, CAD}
     assert "eda" not in alive["head"] and "cad" not in alive["head"]

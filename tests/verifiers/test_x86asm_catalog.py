@@ -41,6 +41,8 @@ def catalog():
 
 
 def test_the_catalog_loads_whole_and_covers_the_families(catalog):
+    """Over 30 s with its set-up on 2 busy cores: loading the catalog checks every task
+    (`catalog`, shared by the module's tests)."""
     tasks, errors = catalog
     assert not errors, [str(e) for e in errors]
     assert len(tasks) >= 30 and sorted(tasks) == NAMES, sorted(tasks)
