@@ -41,8 +41,9 @@ def catalog():
 
 
 def test_the_catalog_loads_whole_and_covers_the_families(catalog):
-    """Over 30 s with its set-up on 2 busy cores: loading the catalog checks every task
-    (`catalog`, shared by the module's tests)."""
+    """Over 30 s with its set-up on 2 busy cores: loading the catalog compiles every
+    task's reference at -O0 and -O3 and checks its cases (`catalog`, shared by the
+    module's tests)."""
     tasks, errors = catalog
     assert not errors, [str(e) for e in errors]
     assert len(tasks) >= 30 and sorted(tasks) == NAMES, sorted(tasks)
