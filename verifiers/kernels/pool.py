@@ -693,6 +693,12 @@ _CARD: tuple[GpuLock, GpuMemory] | None = None
 _CARD_LOCK = threading.Lock()
 
 
+def card_pair(pause: bool) -> tuple[GpuLock, GpuMemory]:
+    """A GPU lock and the memory budget whose waiting jobs set it down."""
+    lock = GpuLock(pause=pause)
+    return lock, GpuMemory(gpu=lock)
+
+
 def the_card(pause: bool) -> tuple[GpuLock, GpuMemory]:
     """This process's GPU lock and memory budget, one pair for its card: every kernel
     verifier on the GPU shares them. A CUDA and a Triton verifier in one process (the
@@ -703,8 +709,7 @@ def the_card(pause: bool) -> tuple[GpuLock, GpuMemory]:
     global _CARD
     with _CARD_LOCK:
         if _CARD is None:
-            lock = GpuLock(pause=pause)
-            _CARD = (lock, GpuMemory(gpu=lock))
+            _CARD = card_pair(pause)
         elif _CARD[0].pause != pause:
             log.warning(
                 "timing_pause=%s asked, but this process's GPU lock was made with %s by an "

@@ -56,6 +56,7 @@ from verifiers.kernels.pool import (
     KernelPool,
     TimingSlot,
     WorkerSpec,
+    card_pair,
     runner_limits,
     the_card,
 )
@@ -312,11 +313,7 @@ class KernelVerifier(Verifier):
         with self._card_lock:
             if self._card_pair is None:
                 pause = self.settings.timing_pause  # type: ignore[attr-defined]
-                if self.device == "cuda":
-                    self._card_pair = the_card(pause)
-                else:
-                    lock = GpuLock(pause=pause)
-                    self._card_pair = (lock, GpuMemory(gpu=lock))
+                self._card_pair = the_card(pause) if self.device == "cuda" else card_pair(pause)
             return self._card_pair
 
     @property
