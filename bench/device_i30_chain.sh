@@ -30,6 +30,11 @@ STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cuda
 # under MPS (probe_gpu_share --fault), and the jobs on MPS again (one uid, its process
 # limit the runners' sum) beside the time-sliced batch, ~5 min
 [[ $STEPS == " mpsfault " ]] && STEPS=" workers16 faultshare mpsfaultshare mpsjobs16 "
+# `mpsalone`: both domains' perturbation batch at once in one process beside each alone
+# (bench_kernels --mixed: torch's RNG is the process's, verifier 9), then the jobs on MPS
+# with a failure a neighbour could have caused verified again alone (KernelVerifier.verify)
+# beside the time-sliced batch, ~8 min
+[[ $STEPS == " mpsalone " ]] && STEPS=" mixed workers16 mpsjobs16 "
 # `kb`: KernelBench level 1 at its own sizes, Crucible (its builds first on this node's
 # CPU runners, as a build node makes them) beside KernelBench's own precompile and eval in
 # one process (bench/kernelbench_phase.py); needs a copy of KernelBench's src/ and
@@ -61,6 +66,11 @@ python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)' 
 # order puts what the issue's targets need first, so a chain cut short loses the least
 FULL=(--perturb-tasks "${PERTURB:-32}" --ext-kernels 0 --compile-baseline-tasks 0 --workers 16)
 step quiet 120 python3 bench/probe_gpu_quiet.py --out "$RES/quiet.json"
+step mixed 300 python3 bench/bench_kernels.py --tasks \
+    relu,row_sum,col_mean,softmax_rows,layer_norm,matmul_fp32,rms_norm,gelu_tanh \
+    --perturb-tasks 8 --ops tail_guard_dropped,tail_mask_dropped,wrong_stride,grid_off_by_one,\
+rename_kernel,num_warps,uncoalesced,wrong_reduction_identity --workers 16 --ext-kernels 0 \
+    --compile-baseline-tasks 0 --prebuild --mixed --out "$RES/mixed.json"
 step pause 540 python3 bench/gpu_sampler.py --out "$RES/pause_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --out "$RES/pause.json"
 step drain 540 python3 bench/gpu_sampler.py --out "$RES/drain_smi" -- \

@@ -443,8 +443,15 @@ class GpuLock:
             self._mine.mode = None
             self._cond.notify_all()
 
+    def is_alone(self) -> bool:
+        """Whether the calling thread is inside `alone`."""
+        return getattr(self._mine, "alone", False)
+
     @contextlib.contextmanager
     def shared(self):
+        if self.is_alone():  # the whole GPU already
+            yield
+            return
         self._take_shared()
         self._mine.mode = "shared"
         try:
@@ -453,7 +460,33 @@ class GpuLock:
             self._give_back()
 
     @contextlib.contextmanager
+    def alone(self):
+        """The calling thread's whole verification with the GPU to itself, drained: every
+        other thread's job has ended (not paused: a stopped job keeps its processes and its
+        GPU context, and under MPS a context's fault is every client's), and none starts
+        until it is over; the host's GPU work under way has ended too. Inside, the thread's
+        shared and exclusive holds are this one, and `upgrade`/`downgrade` keep it. The
+        caller holds nothing when it enters."""
+        if self.held() is not None:
+            raise RuntimeError("alone needs a thread that holds nothing of the GPU")
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writer or self._readers or self._host_uses:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        self._mine.mode, self._mine.alone = "exclusive", True
+        try:
+            yield
+        finally:
+            self._mine.alone = False
+            self._give_back()
+
+    @contextlib.contextmanager
     def exclusive(self):
+        if self.is_alone():
+            yield
+            return
         with self._cond:
             self._take_exclusive()
         self._mine.mode = "exclusive"
@@ -496,6 +529,8 @@ class GpuLock:
 
     def upgrade(self) -> None:
         """This thread's shared hold made exclusive (it waits its turn as a writer)."""
+        if self.is_alone():
+            return
         if self.held() != "shared":
             raise RuntimeError("upgrade needs the calling thread's shared hold on the GPU")
         with self._cond:
@@ -512,6 +547,8 @@ class GpuLock:
 
     def downgrade(self) -> None:
         """This thread's exclusive hold made shared, at once: no other writer between."""
+        if self.is_alone():
+            return
         if self.held() != "exclusive":
             raise RuntimeError("downgrade needs the calling thread's exclusive hold")
         self._continue_others()

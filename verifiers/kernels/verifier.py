@@ -57,6 +57,7 @@ from verifiers.kernels.pool import (
     TimingSlot,
     WorkerSpec,
     card_pair,
+    mps_pipe,
     runner_limits,
     the_card,
 )
@@ -168,6 +169,16 @@ def cuda_path(code: str) -> str | None:
     if cuda_src(code) is not None:
         return "device"
     return "extension" if "load_inline" in code else None
+
+
+# what a job sharing its GPU's faults and its process limit (MPS) can be given by a
+# neighbour: a GPU fault (cuda_error), a fork or a thread that failed (a compile_error of
+# Triton's launcher build, a runtime_error), a run starved past its deadline; never a
+# wrong value (each client's memory is its own), a static gate's verdict or a timing's
+# (the timed runs hold the GPU alone)
+RERUN_ALONE = frozenset(
+    {Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.TIMEOUT, Status.RESOURCE_LIMIT}
+)
 
 
 class KernelVerifier(Verifier):
@@ -354,6 +365,30 @@ class KernelVerifier(Verifier):
     def device_limits(self) -> DeviceLimits:
         """The launch limits of this node's GPU (read once), or sm_90's without one."""
         return self._device_limits
+
+    # --- one, and again alone -------------------------------------------------------------
+    def faults_shared(self) -> bool:
+        """Whether this verifier's GPU jobs share one another's faults and process limit:
+        the runners' jobs are clients of one MPS server (`CRUCIBLE_GPU_MPS_PIPE`). Under
+        MPS one client's GPU fault ends every client's context (measured: 15 of 15
+        neighbours failed, 0 of 15 time-sliced), and every runner runs as one uid, so one
+        job's processes count against all of theirs."""
+        return self.device == "cuda" and mps_pipe() is not None
+
+    def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
+        """The verdict; where the GPU's jobs share their faults (`faults_shared`), a failure
+        a neighbour could have caused (RERUN_ALONE: a GPU fault, a failed fork or thread, a
+        starved run) is verified again with the GPU drained and held alone for the whole
+        verification (`GpuLock.alone`), and that verdict is kept: the candidate's own
+        fault recurs alone, a neighbour's does not. The first verdict is kept in the
+        metrics (`shared_verdict`)."""
+        v = super().verify(task, code, limits)
+        if v.status not in RERUN_ALONE or not self.faults_shared():
+            return v
+        with self._gpu.alone():
+            again = super().verify(task, code, limits)
+        first = {"status": v.status.value, "code": v.code, "feedback": v.feedback[:300]}
+        return dataclasses.replace(again, metrics={**again.metrics, "shared_verdict": first})
 
     # --- many at once -------------------------------------------------------------------
     def verify_many(
