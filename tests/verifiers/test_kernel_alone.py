@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.verifiers.test_kernel_timing import _run_threads
 from verifiers import base
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
@@ -20,15 +21,6 @@ from verifiers.kernels.verifier import RERUN_ALONE, TritonVerifier
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_GATES = ("parse", "anticheat", "compile", "launch", "correct")
-
-
-def _threads(*targets, timeout_s: float = 20.0) -> None:
-    threads = [threading.Thread(target=t, daemon=True) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout_s)
-    assert not [t for t in threads if t.is_alive()], "deadlocked"
 
 
 @pytest.mark.parametrize("pause", [True, False])
@@ -62,7 +54,7 @@ def test_alone_waits_for_running_jobs_to_end_and_starts_none_meanwhile(pause):
         with lock.shared():
             order.append("late job starts")
 
-    _threads(job, rerun, late_job)
+    _run_threads(job, rerun, late_job)
     assert order == ["job ends", "alone starts", "alone ends", "late job starts"], order
     assert lock.pauses == 0  # nothing was stopped: the job ended
 
@@ -91,7 +83,7 @@ def test_inside_alone_every_hold_is_that_one_and_nothing_waits():
         with pytest.raises(RuntimeError, match="holds nothing"), lock.shared(), lock.alone():
             pass
 
-    _threads(whole)
+    _run_threads(whole)
 
 
 class _Shared(TritonVerifier):
