@@ -142,6 +142,7 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
         "gpu_admit_wait_s": vd.metrics.get("gpu_admit_wait_s"),
         "gpu_quiet_check_s": vd.metrics.get("gpu_quiet_check_s"),
+        "shared_verdict": vd.metrics.get("shared_verdict"),  # verified again alone (MPS)
         "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
         "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
         # the sleep queued before each timed run against the forward's host-side issue

@@ -154,9 +154,14 @@ def test_its_own_fault_recurs_alone_and_stands(task):
         vd = v.verify(task, wrong, Limits(gates=CPU_GATES))
         assert vd.status is Status.WRONG_ANSWER and v.calls == [False], (vd.status, vd.code)
         assert "shared_verdict" not in vd.metrics
+        # nor an error the code names itself (48 of such a batch's 52 errors on the H100)
+        v.calls.clear()
+        unnamed = task.reference.replace("tl.maximum(x, 0.0)", "tl.maximum(x, zero)")
+        vd = v.verify(task, unnamed, Limits(gates=CPU_GATES))
+        assert vd.status is Status.COMPILE_ERROR and v.calls == [False], (vd.status, vd.code)
+        assert vd.code not in RERUN_ALONE and "shared_verdict" not in vd.metrics
     finally:
         v.close()
-    assert Status.WRONG_ANSWER not in RERUN_ALONE and Status.SLOW not in RERUN_ALONE
 
 
 def test_without_shared_faults_nothing_is_verified_twice(task):

@@ -171,13 +171,24 @@ def cuda_path(code: str) -> str | None:
     return "extension" if "load_inline" in code else None
 
 
-# what a job sharing its GPU's faults and its process limit (MPS) can be given by a
-# neighbour: a GPU fault (cuda_error), a fork or a thread that failed (a compile_error of
-# Triton's launcher build, a runtime_error), a run starved past its deadline; never a
-# wrong value (each client's memory is its own), a static gate's verdict or a timing's
-# (the timed runs hold the GPU alone)
+# the codes a neighbour sharing a job's GPU faults and process limit (MPS) can give it: a
+# GPU fault (cuda_error), a fork or a thread that failed (kernel_exception; a build tool
+# that could not run, compile_error with no error of the code's own named; the process
+# limit, memory_limit), a run starved past its deadline. Never a wrong value (each
+# client's memory is its own), an error the code names itself (a syntax error, a name,
+# an API, a launch past the device's limits: on the H100 node 48 of a batch's 52 runtime
+# and compile errors, verified again for nothing, cost a quarter of its rate), a static
+# gate's or a timing's (the timed runs hold the GPU alone)
 RERUN_ALONE = frozenset(
-    {Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.TIMEOUT, Status.RESOURCE_LIMIT}
+    {
+        "cuda_error",
+        "kernel_exception",
+        "compile_error",
+        "kernel_timeout",
+        "tool_timeout",
+        "cpu_limit",
+        "memory_limit",
+    }
 )
 
 
@@ -378,12 +389,12 @@ class KernelVerifier(Verifier):
     def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
         """The verdict; where the GPU's jobs share their faults (`faults_shared`), a failure
         a neighbour could have caused (RERUN_ALONE: a GPU fault, a failed fork or thread, a
-        starved run) is verified again with the GPU drained and held alone for the whole
-        verification (`GpuLock.alone`), and that verdict is kept: the candidate's own
-        fault recurs alone, a neighbour's does not. The first verdict is kept in the
-        metrics (`shared_verdict`)."""
+        starved run; never an error the code names itself) is verified again with the GPU
+        drained and held alone for the whole verification (`GpuLock.alone`), and that
+        verdict is kept: the candidate's own fault recurs alone, a neighbour's does not.
+        The first verdict is kept in the metrics (`shared_verdict`)."""
         v = super().verify(task, code, limits)
-        if v.status not in RERUN_ALONE or not self.faults_shared():
+        if v.status.is_infra or v.code not in RERUN_ALONE or not self.faults_shared():
             return v
         with self._gpu.alone():
             again = super().verify(task, code, limits)
