@@ -32,11 +32,17 @@ def test_alone_waits_for_running_jobs_to_end_and_starts_none_meanwhile(pause):
     order: list[str] = []
     running, asked = threading.Event(), threading.Event()
 
+    def waiting_writer() -> None:  # `alone` has asked (a loaded host may take a while)
+        deadline = time.monotonic() + 10
+        while not lock._waiting_writers and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def job():
         with lock.shared():
             running.set()
             asked.wait(5)
-            time.sleep(0.2)  # alone has asked by now
+            waiting_writer()
+            time.sleep(0.1)
             order.append("job ends")
 
     def rerun():
@@ -50,7 +56,7 @@ def test_alone_waits_for_running_jobs_to_end_and_starts_none_meanwhile(pause):
     def late_job():
         running.wait(5)
         asked.wait(5)
-        time.sleep(0.05)
+        waiting_writer()
         with lock.shared():
             order.append("late job starts")
 
