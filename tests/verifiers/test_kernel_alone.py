@@ -103,7 +103,7 @@ class _Shared(TritonVerifier):
         super().__init__(device="cpu", workers=1)
         self.calls: list[bool] = []  # per verification: whether it ran with the GPU alone
 
-    def faults_shared(self) -> bool:
+    def faults_shared(self, limits) -> bool:
         return True
 
     def _run_gates(self, ctx, checks):
@@ -175,8 +175,30 @@ def test_without_shared_faults_nothing_is_verified_twice(task):
     the first verdict is the verdict."""
     v = TritonVerifier(device="cpu", workers=1)
     try:
-        assert not v.faults_shared()
+        assert not v.faults_shared(Limits())
         vd = v.verify(task, _raises(task), Limits(gates=CPU_GATES))
     finally:
         v.close()
     assert vd.status is Status.RUNTIME_ERROR and "shared_verdict" not in vd.metrics
+
+
+def test_the_verifier_reads_the_mps_decision_its_runners_were_made_with(tmp_path, monkeypatch):
+    """One decision per pool (`WorkerSpec.mps`): the runners' MPS pipe and the verifier's
+    rerun rule come from it, so an environment changed later changes neither; no pool
+    (no job ran) shares nothing; off a GPU nothing is MPS."""
+    from verifiers.kernels.pool import MPS_PIPE_ENV
+    from verifiers.kernels.verifier import CudaVerifier
+
+    monkeypatch.setenv(MPS_PIPE_ENV, str(tmp_path))
+    gpu, cpu = CudaVerifier(device="cuda", workers=1), CudaVerifier(device="cpu", workers=1)
+    try:
+        assert not gpu.faults_shared(Limits())  # no pool yet
+        assert gpu.pool(Limits()).spec.mps == str(tmp_path)
+        monkeypatch.delenv(MPS_PIPE_ENV)
+        assert gpu.faults_shared(Limits())
+        cpu.pool(Limits())
+        monkeypatch.setenv(MPS_PIPE_ENV, str(tmp_path))
+        assert not cpu.faults_shared(Limits())
+    finally:
+        gpu.close()
+        cpu.close()

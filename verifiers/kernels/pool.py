@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,12 @@ class WorkerSpec:
     device: str  # "cuda" or "cpu"
     limits: Limits
     aot: bool = False  # Triton without the interpreter, for ahead-of-time compiles
+    # the MPS experiment (#30), decided once for the spec's runners: their jobs' pipe dir
+    # (`mps_pipe`; GPU runners only), which the verifier reads too (`faults_shared`)
+    mps: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.mps = mps_pipe() if self.device == "cuda" and not self.aot else None
 
 
 def _world_executable(path: str) -> bool:
@@ -152,8 +158,7 @@ class KernelWorker(Worker):
         # GPU: the runner's end of the exported-memory socket (made before each start)
         self.share: socket.socket | None = None
         self._share_child: socket.socket | None = None
-        # the MPS experiment (#30), decided once for the runner's life: its jobs' pipe dir
-        self.mps = mps_pipe() if spec.device == "cuda" and not spec.aot else None
+        self.mps = spec.mps  # the MPS experiment's pipe dir, decided once (WorkerSpec)
         super().__init__(spec.limits, index)
 
     def uid_slot(self) -> int:
@@ -384,10 +389,16 @@ class GpuLock:
                 self._cond.wait()
             self._readers += 1
 
-    def _take_exclusive(self) -> None:
-        """Wait for the GPU alone (the caller holds nothing; `self._cond` held)."""
+    def _take_exclusive(self, alone: bool = False) -> None:
+        """Wait for the GPU alone (the caller holds nothing; `self._cond` held): in the
+        drain way until every shared user has ended, and for `alone` the host's GPU work
+        under way too, whichever way."""
         self._waiting_writers += 1
-        while self._writer or (self._readers and not self.pause):
+        while (
+            self._writer
+            or (self._readers and (alone or not self.pause))
+            or (alone and self._host_uses)
+        ):
             self._cond.wait()
         self._waiting_writers -= 1
         self._writer = True
@@ -470,11 +481,7 @@ class GpuLock:
         if self.held() is not None:
             raise RuntimeError("alone needs a thread that holds nothing of the GPU")
         with self._cond:
-            self._waiting_writers += 1
-            while self._writer or self._readers or self._host_uses:
-                self._cond.wait()
-            self._waiting_writers -= 1
-            self._writer = True
+            self._take_exclusive(alone=True)
         self._mine.mode, self._mine.alone = "exclusive", True
         try:
             yield

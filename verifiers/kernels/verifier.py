@@ -57,7 +57,6 @@ from verifiers.kernels.pool import (
     TimingSlot,
     WorkerSpec,
     card_pair,
-    mps_pipe,
     runner_limits,
     the_card,
 )
@@ -378,13 +377,15 @@ class KernelVerifier(Verifier):
         return self._device_limits
 
     # --- one, and again alone -------------------------------------------------------------
-    def faults_shared(self) -> bool:
-        """Whether this verifier's GPU jobs share one another's faults and process limit:
-        the runners' jobs are clients of one MPS server (`CRUCIBLE_GPU_MPS_PIPE`). Under
+    def faults_shared(self, limits: Limits) -> bool:
+        """Whether the GPU jobs of `limits`' runners share one another's faults and process
+        limit: they are clients of one MPS server (`CRUCIBLE_GPU_MPS_PIPE`, as their pool's
+        spec decided it once; no pool yet, no job ran). Under
         MPS one client's GPU fault ends every client's context (measured: 15 of 15
         neighbours failed, 0 of 15 time-sliced), and every runner runs as one uid, so one
         job's processes count against all of theirs."""
-        return self.device == "cuda" and mps_pipe() is not None
+        pool = self._pools.get((runner_limits(limits), False))
+        return pool is not None and pool.spec.mps is not None
 
     def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
         """The verdict; where the GPU's jobs share their faults (`faults_shared`), a failure
@@ -394,7 +395,8 @@ class KernelVerifier(Verifier):
         verdict is kept: the candidate's own fault recurs alone, a neighbour's does not.
         The first verdict is kept in the metrics (`shared_verdict`)."""
         v = super().verify(task, code, limits)
-        if v.status.is_infra or v.code not in RERUN_ALONE or not self.faults_shared():
+        shared = not v.status.is_infra and v.code in RERUN_ALONE
+        if not (shared and self.faults_shared(limits or Limits())):
             return v
         with self._gpu.alone():
             again = super().verify(task, code, limits)
