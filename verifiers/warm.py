@@ -399,7 +399,9 @@ class Worker:
         self.results = os.fdopen(r, "r")
         self.jobs_done = 0
         self._resisted = []
-        if self._cancelled:  # `cancel` ran before this process existed: it never saw it
+        # `cancel` or `close` ran before this process existed: it never saw it (each sets
+        # its flag before reading `proc`, this reads the flags after setting it)
+        if self._cancelled or self._closed:
             self.stop()
             raise WorkerStartError("the worker was cancelled (its pool closed) as it started")
         # the server says when it has imported its library and primed itself

@@ -51,6 +51,9 @@ from verifiers.settings import SettingsError, VerifierSettings, settings_class, 
 
 log = logging.getLogger(__name__)
 
+# a stopping run closes the verifier this often until its batch thread is done
+ABORT_RECLOSE_S = 0.2
+
 # candidate_id -> the (verifier, verifier_version) pairs that already answered it
 Answered = Mapping[str, set[tuple[str, str]]]
 Pending = tuple[int, Task, Candidate, Limits | None]
@@ -310,8 +313,12 @@ class _Batches:
         current = self._current
         if current is None or current.done():
             return
+        # closed again until the thread is done: a candidate in flight may have made a
+        # pool or started a worker after the last close (its verify was past the stop
+        # check), and what runs there must not run to its own timeout
         self._close_verifier()
-        concurrent.futures.wait([current])
+        while not concurrent.futures.wait([current], timeout=ABORT_RECLOSE_S).done:
+            self._close_verifier()
         self._close_verifier()
 
     def shutdown(self) -> None:

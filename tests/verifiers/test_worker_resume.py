@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -257,6 +258,106 @@ def test_the_dirs_of_a_sigkilled_worker_are_swept(tmp_path):
     assert not left & set(dead)
     assert kept <= left
     assert (outside / "keep").read_text() == "x"  # a link is never followed
+
+
+@needs_cad
+def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
+    """A stop lands while the candidate in flight is past its stop check but has not
+    made its pool yet (the verifier's static work before it): the pool it makes after
+    the stop's first close, and the worker it starts there, are closed too. The stop does
+    not wait for the candidate's own timeout (60 s; a CI run's SIGTERM test once did)."""
+    from verifiers.cad.verifier import CadVerifier
+    from verifiers.worker import _Batches, _parse
+
+    _, spin = cad_lines()
+    task, cand, limits = _parse("cad", spin)
+    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
+    v = batches._verifier = CadVerifier()
+    asked, closed, made = threading.Event(), threading.Event(), []
+    real_pool, real_close = v.pool, v.close
+
+    def late_pool(lim: Limits, role: str = "build"):
+        if not made:  # verify_many's, before any candidate's stop check
+            made.append(real_pool(lim, role))
+            return made[-1]
+        asked.set()  # the build gate's, inside the candidate's verify
+        closed.wait(30)  # the ordering of the race, made certain
+        made.append(real_pool(lim, role))
+        return made[-1]
+
+    def close() -> None:
+        real_close()
+        closed.set()
+
+    v.pool, v.close = late_pool, close
+    t = threading.Thread(target=batches.verify, args=([(1, task, cand, limits)],), daemon=True)
+    t.start()
+    try:
+        assert asked.wait(60), "the candidate never asked for a pool"
+        assert batches._current is not None  # set before the thread ran
+        t0 = time.monotonic()
+        batches.abort()
+        assert time.monotonic() - t0 < 30  # the spinning job stopped, not waited for
+        t.join(10)
+        assert not t.is_alive()
+        assert len(made) == 2 and all(p._closed for p in made)
+        assert not v._pools  # none made after the last close
+    finally:
+        batches.shutdown()
+        real_close()
+
+
+SERVER = """
+import json, os, sys
+out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+out.write('{"ready": true}\\n')
+for line in sys.stdin:
+    out.write('{"ok": true}\\n')
+"""
+
+
+def test_a_worker_closed_as_it_starts_does_not_start(monkeypatch):
+    """`close` from another thread lands while a restart makes the server, before `start`
+    holds it (the stop of a run racing a restart): close cannot see that process, so
+    start stops it itself and fails, instead of running a job in a closed worker."""
+    import verifiers.warm as warm
+    from verifiers.warm import Worker, WorkerCommand, WorkerStartError
+
+    class Server(Worker):
+        prefix = "closing"
+
+        def command(self, fd: int) -> WorkerCommand:
+            argv = [sys.executable, "-I", "-S", "-c", SERVER, str(fd)]
+            return WorkerCommand(argv, self.python_env(), ro=self.python_paths())
+
+    # unconfined: no bwrap to fail on the dirs close removed, the race at its plainest
+    w = Server(Limits(unconfined=True), index=11)  # started
+    assert w.run({}, 30) == {"ok": True}
+    made = []
+    spawner = warm._SPAWNER
+
+    class ClosingSpawner:
+        """The spawner's Popen, then `close` before start reads its result."""
+
+        def submit(self, fn, *args, **kwargs):
+            fut = spawner.submit(fn, *args, **kwargs)
+            made.append(fut.result())
+            w.close()
+            return fut
+
+    monkeypatch.setattr(warm, "_SPAWNER", ClosingSpawner())
+    try:
+        with pytest.raises(WorkerStartError, match="as it started"):
+            w.restart()  # a dirty worker's, or a job's after its server died
+        assert w.proc is None
+        assert made[0].wait(timeout=10) is not None  # killed, not left running
+    finally:
+        monkeypatch.undo()
+        w.close()
+        for proc in made:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _verdict(n: int) -> Verdict:
