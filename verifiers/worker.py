@@ -306,19 +306,17 @@ class _Batches:
 
     def abort(self) -> None:
         """Stop now: nothing more is written or begun; the warm workers are stopped (what
-        they ran ends at once) and, once the candidates in flight are done, stopped again
-        (one of those may have started a worker meanwhile)."""
+        they ran ends at once), and stopped again until the candidates in flight are done
+        and once after: one past its stop check may make a pool or start a worker after a
+        close, and what runs there must not run to its own timeout."""
         self._stop.set()
         self.writer.close()
         current = self._current
         if current is None or current.done():
             return
-        # closed again until the thread is done: a candidate in flight may have made a
-        # pool or started a worker after the last close (its verify was past the stop
-        # check), and what runs there must not run to its own timeout
-        self._close_verifier()
-        while not concurrent.futures.wait([current], timeout=ABORT_RECLOSE_S).done:
+        while not current.done():
             self._close_verifier()
+            concurrent.futures.wait([current], timeout=ABORT_RECLOSE_S)
         self._close_verifier()
 
     def shutdown(self) -> None:

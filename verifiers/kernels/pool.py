@@ -158,11 +158,10 @@ class KernelWorker(Worker):
         # GPU: the runner's end of the exported-memory socket (made before each start)
         self.share: socket.socket | None = None
         self._share_child: socket.socket | None = None
-        self.mps = spec.mps  # the MPS experiment's pipe dir, decided once (WorkerSpec)
         super().__init__(spec.limits, index)
 
     def uid_slot(self) -> int:
-        if self.mps:
+        if self.spec.mps:
             # one MPS server serves one uid at a time, so every GPU runner takes the
             # process's tool uid (slot 0) and shares its process limit, which a runner's
             # own uid exists to keep apart (experiment only)
@@ -302,11 +301,11 @@ class KernelWorker(Worker):
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
         rw: list[str] = []
-        if self.mps:
+        if self.spec.mps:
             # experimental (#30, bench only): job children as clients of an MPS server
             # started for the sandbox uid, its pipes and shared memory bound in
-            env["CUDA_MPS_PIPE_DIRECTORY"] = self.mps
-            rw += [self.mps, "/dev/shm"]
+            env["CUDA_MPS_PIPE_DIRECTORY"] = self.spec.mps
+            rw += [self.spec.mps, "/dev/shm"]
         flags = ["--serve", "--result-fd", str(fd), "--device", self.spec.device]
         if not self.limits.unconfined:  # its own pid namespace: every other process is ours
             flags.append("--reap")
@@ -319,7 +318,7 @@ class KernelWorker(Worker):
         argv = self.python_argv("verifiers.kernels.runner", *flags)
         # the runner writes each output (hundreds of MB at the timing shapes) as a file
         lim = dataclasses.replace(self.limits, fsize_mb=max(self.limits.fsize_mb, RUNNER_FSIZE_MB))
-        if self.mps:
+        if self.spec.mps:
             # the MPS experiment's one uid: RLIMIT_NPROC counts per uid, so it gets the sum
             # of the process limits of the runner uids it stands for (a fork bomb in one
             # runner can then starve the others: a product setting needs a pids cgroup per
