@@ -143,6 +143,8 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "gpu_admit_wait_s": vd.metrics.get("gpu_admit_wait_s"),
         "gpu_quiet_check_s": vd.metrics.get("gpu_quiet_check_s"),
         "shared_verdict": vd.metrics.get("shared_verdict"),  # verified again alone (MPS)
+        # a slow verdict measured again before it stood (confirm_slow): every measure
+        "timing_measures": vd.metrics.get("timing_measures"),
         "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
         "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
         # the sleep queued before each timed run against the forward's host-side issue
@@ -420,7 +422,7 @@ def main() -> int:
     p.add_argument("--perturb-tasks", type=int, default=12, help="tasks per domain perturbed")
     p.add_argument(
         "--ops",
-        help="comma-separated perturbation operators only (e.g. tail_guard_dropped,"
+        help="comma-separated perturbation operators or rewrites only (e.g. tail_guard_dropped,"
         "tail_mask_dropped,grid_past_limit with --perturb-tasks 32: every task's)",
     )
     p.add_argument("--workers", type=int, default=None)
@@ -435,6 +437,12 @@ def main() -> int:
         action="store_true",
         help="a timing waits for the running jobs to end (KernelSettings.timing_pause "
         "false) instead of pausing them: the path before, for a side-by-side run",
+    )
+    p.add_argument(
+        "--no-confirm-slow",
+        action="store_true",
+        help="a slow verdict's first measure stands (KernelSettings.confirm_slow false): "
+        "the path before verifier 10, for a side-by-side run",
     )
     p.add_argument(
         "--prebuild",
@@ -544,10 +552,12 @@ def main() -> int:
     kw = {"cache_dir": cache, "workers": args.workers, "one_gpu_job": one}
     kw["timing_pause"] = not args.drain
     kw["timing_sleep"] = args.timing_sleep
+    kw["confirm_slow"] = not args.no_confirm_slow
     verifiers = {"cuda": CudaVerifier(**kw), "triton": TritonVerifier(**kw)}
     workers = {d: v.pool(limits).size for d, v in verifiers.items()}
     results: dict = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
     results.update(one_gpu_job=one, workers=workers, cores=os.cpu_count())
+    results["confirm_slow"] = kw["confirm_slow"]
     results["timing_sleep"] = args.timing_sleep
     results["timing_pause"] = not args.drain
 
@@ -590,8 +600,8 @@ def main() -> int:
     pert_tasks = spread(tasks, args.perturb_tasks)
     items = [it for it in candidates(pert_tasks, True) if it[2] != "catalog:reference"]
     if args.ops:
-        ops = {f"perturb:{o}" for o in args.ops.split(",")}
-        items = [it for it in items if it[2] in ops]
+        ops = set(args.ops.split(","))  # a perturbation's or a rewrite's name
+        items = [it for it in items if it[2].split(":", 1)[-1] in ops]
     relu = next((t for t in tasks if t.domain == "cuda" and t.name == "relu"), None)
     # the host+device path: a load_inline build inside the batch
     if relu is not None and not args.ops:
@@ -697,6 +707,17 @@ def main() -> int:
     for v in verifiers.values():
         v.close()
 
+    # slow verdicts measured again (confirm_slow): how many, and how many came out otherwise
+    again = [r for r in rows if r.get("timing_measures")]
+    if again:
+        changed = [r for r in again if r["status"] != "slow"]
+        results["slow_measured_again"] = {"verdicts": len(again), "not_slow": len(changed)}
+        print(
+            f"\nslow verdicts measured again: {len(again)}, {len(changed)} of them not slow: "
+            + ", ".join(
+                f"{r['domain']}/{r['task']} {r['generator']} {r['status']}" for r in changed
+            )
+        )
     refs = [r for r in rows if r["phase"] == "references"]
     excl = [r["gpu_exclusive_s"] for r in rows if r.get("gpu_exclusive_s") is not None]
     if excl:

@@ -35,6 +35,11 @@ STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cuda
 # with a failure a neighbour could have caused verified again alone (KernelVerifier.verify)
 # beside the time-sliced batch, ~8 min
 [[ $STEPS == " mpsalone " ]] && STEPS=" mixed workers16 mpsjobs16 "
+# `catalog`: the issue's headline targets on one node, the whole catalog with its builds made
+# first as a build node makes them (and each reference again, warm), then the same batch
+# building on the GPU node itself as one machine does, ~15 min
+[[ $STEPS == " catalog " ]] && STEPS=" prebuild pause "
+[[ $STEPS == " confirm " ]] && STEPS=" confirm "
 # `kb`: KernelBench level 1 at its own sizes, Crucible (its builds first on this node's
 # CPU runners, as a build node makes them) beside KernelBench's own precompile and eval in
 # one process (bench/kernelbench_phase.py); needs a copy of KernelBench's src/ and
@@ -71,13 +76,20 @@ step mixed 300 python3 bench/bench_kernels.py --tasks \
     --perturb-tasks 8 --ops tail_guard_dropped,tail_mask_dropped,wrong_stride,grid_off_by_one,\
 rename_kernel,num_warps,uncoalesced,wrong_reduction_identity --workers 16 --ext-kernels 0 \
     --compile-baseline-tasks 0 --prebuild --mixed --out "$RES/mixed.json"
+# `confirm`: the tasks whose renames of a passing reference came out slow on the H100 node
+# (kernels_i30_catalog_pause: cuda row_max 0.60x; earlier batches the rest), their renames
+# beside perturbations that are slow, each slow verdict measured again (confirm_slow), ~2 min
+step confirm 240 python3 bench/bench_kernels.py --tasks \
+    row_max,linear_gelu_fp16,row_sum_fp16,log_softmax_rows,cross_entropy_rows,col_mean \
+    --perturb-tasks 6 --ops rename_kernel,num_warps,uncoalesced --workers 16 --ext-kernels 0 \
+    --compile-baseline-tasks 0 --prebuild --out "$RES/confirm.json"
 step pause 540 python3 bench/gpu_sampler.py --out "$RES/pause_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --out "$RES/pause.json"
 step drain 540 python3 bench/gpu_sampler.py --out "$RES/drain_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --drain --out "$RES/drain.json"
 step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone.json"
 step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
-    python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --out "$RES/prebuild.json"
+    python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --out "$RES/prebuild.json"
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
 # does a build node's precompile spare the GPU node Triton's compile (the JIT's keys)?
 step seedprobe 300 python3 bench/probe_triton_seed.py --n 8 --out "$RES/seedprobe.json"

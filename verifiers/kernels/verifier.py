@@ -212,7 +212,10 @@ class KernelVerifier(Verifier):
     # a Triton verifier side by side (the reward service) could each reseed torch inside
     # the other's draw: inputs_mutated, or a reference built from the wrong weights (every
     # candidate of its task numeric_mismatch), where judged-once verdicts kept them
-    version = "9"
+    # 10: a `slow` verdict stands only once measured again (`confirm_slow`): the
+    # machine's disturbances only slow a timed run, and 10 of 648 renames of a passing
+    # reference in the H100 node's stored batches came out slow
+    version = "10"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
@@ -388,7 +391,38 @@ class KernelVerifier(Verifier):
         return pool is not None and pool.spec.mps is not None
 
     def verify(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
-        """The verdict; where the GPU's jobs share their faults (`faults_shared`), a failure
+        """The verdict (`_verify_once`); a `slow` one measured again before it stands
+        (`confirm_slow`, the setting): the second measure slow too, it is; the two
+        disagreeing, a third decides, and the verdict of the median time is kept. A
+        disturbance (a clock, a neighbour's queued work, a descheduled launch) only ever
+        slows a timed run, so a single slow measure is the one claim a machine can make
+        for the candidate. A measure that is no timing (a wrong answer a race gave, the
+        machine's infra) ends it there and is the verdict. Every measure's time is kept
+        in the metrics (`timing_measures`)."""
+        v = self._verify_once(task, code, limits)
+        if v.status is not Status.SLOW or not self.settings.confirm_slow:  # type: ignore[attr-defined]
+            return v
+        timed = [v, self._verify_once(task, code, limits)]
+        if timed[1].status is Status.PASS:  # the two disagree: a third decides
+            timed.append(self._verify_once(task, code, limits))
+        kept = timed[-1]
+        if kept.status in (Status.SLOW, Status.PASS):
+            # slow twice: the faster (a disturbance only slows); three: the median time
+            by_time = sorted(timed, key=lambda x: x.metrics.get("time_ms", float("inf")))
+            kept = by_time[0] if len(timed) == 2 else by_time[1]
+        measures = [
+            {
+                "status": x.status.value,
+                "code": x.code,
+                "time_ms": x.metrics.get("time_ms"),
+                "speedup": x.metrics.get("speedup"),
+            }
+            for x in timed
+        ]
+        return dataclasses.replace(kept, metrics={**kept.metrics, "timing_measures": measures})
+
+    def _verify_once(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
+        """One verdict; where the GPU's jobs share their faults (`faults_shared`), a failure
         a neighbour could have caused (RERUN_ALONE: a GPU fault, a failed fork or thread, a
         starved run; never an error the code names itself) is verified again with the GPU
         drained and held alone for the whole verification (`GpuLock.alone`), and that

@@ -1,0 +1,121 @@
+"""A `slow` verdict is measured again before it stands (`KernelSettings.confirm_slow`,
+verifier version 10): a machine's disturbance only ever slows a timed run, and on the H100
+node a rename of a 1.08x reference (cuda row_max) once measured 0.60x, `slow`, in a
+batch where the reference and its Triton twin passed (`bench/results/kernels_i30_catalog_*`).
+
+Every gate but the timing runs the real CPU path (Triton's interpreter), once per measure.
+The timed runs need a GPU; they are stood in for by a script of medians, one per
+verification, judged by the real `judge_speed` against a fixed eager time, as
+`gate_timing` judges them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verifiers.base import GateFail
+from verifiers.catalog import load_task
+from verifiers.contract import Limits, Status
+from verifiers.kernels.verifier import TritonVerifier, judge_speed
+
+ROOT = Path(__file__).resolve().parents[2]
+EAGER_MS = 0.10
+BAR = 0.8  # the catalog's default speed bar: slow below 0.125 ms here
+
+
+class _Scripted(TritonVerifier):
+    """The CPU verifier, its timing gate reading the candidate's median from `times`
+    (`script`): a float is a timed median, `"wrong"` a trial that failed on this
+    verification (a race), `"infra"` a GPU that never went quiet (the machine's)."""
+
+    def __init__(self, **settings):
+        super().__init__(device="cpu", workers=1, **settings)
+        self.script([])
+
+    def script(self, times) -> None:
+        self.times, self.used = list(times), 0
+
+    def gate_timing(self, ctx) -> str:
+        got = self.times[self.used]
+        self.used += 1
+        if got == "wrong":
+            raise GateFail(Status.WRONG_ANSWER, "numeric_mismatch", "a race, this time")
+        if got == "infra":
+            raise GateFail(Status.INFRA_ERROR, "gpu_not_quiet", "the GPU stayed busy")
+        speed = judge_speed(got, EAGER_MS, BAR)
+        ctx.metrics.update(time_ms=got, eager_ms=EAGER_MS, speedup=round(speed.speedup, 4))
+        if speed.slow:
+            raise GateFail(Status.SLOW, "slow", speed.note, feedback=speed.note)
+        return f"{got:.4f} ms"
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(ROOT / "tasks/triton/relu")
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    """One warm runner for the file (each verification's trials run the interpreter)."""
+    v = _Scripted()
+    yield v
+    v.close()
+
+
+@pytest.fixture
+def verify(task, scripted):
+    def run(times, v=scripted):
+        v.script(times)
+        return v.verify(task, task.reference, Limits()), v.used
+
+    return run
+
+
+def test_a_single_disturbed_measure_does_not_make_a_correct_candidate_slow(verify):
+    vd, used = verify([0.18, 0.10, 0.11])
+    assert vd.status is Status.PASS, vd.feedback
+    assert used == 3  # slow, then pass: a third decides
+    assert vd.metrics["time_ms"] == 0.11  # the median of 0.18, 0.10 and 0.11
+    assert [m["status"] for m in vd.metrics["timing_measures"]] == ["slow", "pass", "pass"]
+    assert [m["time_ms"] for m in vd.metrics["timing_measures"]] == [0.18, 0.10, 0.11]
+
+
+def test_a_slow_candidate_measured_slow_twice_is_slow(verify):
+    vd, used = verify([0.18, 0.17, 0.01])
+    assert vd.status is Status.SLOW and vd.code == "slow"
+    assert used == 2  # no third measure
+    assert vd.metrics["time_ms"] == 0.17  # the faster: a disturbance only slows
+    assert "0.59x" in vd.feedback
+    assert len(vd.metrics["timing_measures"]) == 2
+
+
+def test_one_fast_measure_among_three_does_not_make_a_slow_candidate_pass(verify):
+    vd, used = verify([0.18, 0.10, 0.20])
+    assert vd.status is Status.SLOW and used == 3
+    assert vd.metrics["time_ms"] == 0.18  # the median
+
+
+def test_a_pass_is_measured_once(verify):
+    vd, used = verify([0.10, 0.50])
+    assert vd.status is Status.PASS and used == 1
+    assert "timing_measures" not in vd.metrics
+
+
+def test_a_wrong_answer_or_the_machines_failure_in_a_second_measure_is_the_verdict(verify):
+    vd, used = verify([0.18, "wrong", 0.10])
+    assert vd.status is Status.WRONG_ANSWER and used == 2
+    assert [m["status"] for m in vd.metrics["timing_measures"]] == ["slow", "wrong_answer"]
+    # the machine could not measure again: its infra (retried), never the first slow
+    vd, used = verify([0.18, 0.10, "infra"])
+    assert vd.status is Status.INFRA_ERROR and vd.code == "gpu_not_quiet" and used == 3
+
+
+def test_without_the_setting_the_first_measure_is_the_verdict(verify):
+    v = _Scripted(confirm_slow=False)
+    try:
+        vd, used = verify([0.18, 0.10, 0.10], v)
+    finally:
+        v.close()
+    assert vd.status is Status.SLOW and used == 1
+    assert "timing_measures" not in vd.metrics
