@@ -34,7 +34,12 @@ class _Scripted(TritonVerifier):
         self.script([])
 
     def script(self, times) -> None:
-        self.times, self.used = list(times), 0
+        self.times, self.used, self.durations = list(times), 0, []
+
+    def _verify_once(self, *args, **kwargs):
+        vd = super()._verify_once(*args, **kwargs)
+        self.durations.append(vd.duration_ms)
+        return vd
 
     def gate_timing(self, ctx) -> str:
         got = self.times[self.used]
@@ -72,13 +77,14 @@ def verify(task, scripted):
     return run
 
 
-def test_a_single_disturbed_measure_does_not_make_a_correct_candidate_slow(verify):
+def test_a_single_disturbed_measure_does_not_make_a_correct_candidate_slow(verify, scripted):
     vd, used = verify([0.18, 0.10, 0.11])
     assert vd.status is Status.PASS, vd.feedback
     assert used == 3  # slow, then pass: a third decides
     assert vd.metrics["time_ms"] == 0.11  # the median of 0.18, 0.10 and 0.11
     assert [m["status"] for m in vd.metrics["timing_measures"]] == ["slow", "pass", "pass"]
     assert [m["time_ms"] for m in vd.metrics["timing_measures"]] == [0.18, 0.10, 0.11]
+    assert vd.duration_ms == pytest.approx(sum(scripted.durations))  # all three measures'
 
 
 def test_a_slow_candidate_measured_slow_twice_is_slow(verify):

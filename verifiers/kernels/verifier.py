@@ -395,10 +395,10 @@ class KernelVerifier(Verifier):
         (`confirm_slow`, the setting): the second measure slow too, it is; the two
         disagreeing, a third decides, and the verdict of the median time is kept. A
         disturbance (a clock, a neighbour's queued work, a descheduled launch) only ever
-        slows a timed run, so a single slow measure is the one claim a machine can make
-        for the candidate. A measure that is no timing (a wrong answer a race gave, the
-        machine's infra) ends it there and is the verdict. Every measure's time is kept
-        in the metrics (`timing_measures`)."""
+        slows a timed run: a slow measure may be the machine's, a fast one never is. A
+        measure that is no timing (a wrong answer a race gave, the machine's infra) ends
+        it there and is the verdict. Every measure's time is kept in the metrics
+        (`timing_measures`), and the verdict's duration is all of theirs."""
         v = self._verify_once(task, code, limits)
         if v.status is not Status.SLOW or not self.settings.confirm_slow:  # type: ignore[attr-defined]
             return v
@@ -419,7 +419,11 @@ class KernelVerifier(Verifier):
             }
             for x in timed
         ]
-        return dataclasses.replace(kept, metrics={**kept.metrics, "timing_measures": measures})
+        return dataclasses.replace(
+            kept,
+            metrics={**kept.metrics, "timing_measures": measures},
+            duration_ms=sum(x.duration_ms for x in timed),
+        )
 
     def _verify_once(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
         """One verdict; where the GPU's jobs share their faults (`faults_shared`), a failure
