@@ -719,7 +719,12 @@ def main() -> int:
             )
         )
     refs = [r for r in rows if r["phase"] == "references"]
-    excl = [r["gpu_exclusive_s"] for r in rows if r.get("gpu_exclusive_s") is not None]
+    # timed candidates only: one that failed before its timed runs held the GPU alone 0 s
+    excl = [
+        r["gpu_exclusive_s"]
+        for r in rows
+        if r.get("gpu_exclusive_s") is not None and r.get("time_ms") is not None
+    ]
     if excl:
         results["gpu_exclusive_median_s"] = statistics.median(excl)
         print(
