@@ -107,6 +107,8 @@ def _user_run(venv: Path, argv: list[str], cwd: Path) -> str:
 
 
 def test_installed_wheel_lists_the_packaged_catalog(venv: Path, tmp_path: Path):
+    """Over 30 s as the file's first test: it pays the module's sdist, wheel and venv
+    install (`wheel`, `venv`), which every later test here shares."""
     from verifiers.catalog import load_catalog
 
     where = "import sysconfig, flows.options, lake.db; print(sysconfig.get_path('purelib'))"
