@@ -220,7 +220,11 @@ class _Batches:
         # one thread for the whole run: a process it starts may die with it (bwrap
         # --die-with-parent is the starting thread's), never between two batches
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="verify")
-        self._current: concurrent.futures.Future | None = None
+        # clear while the batch thread is inside a batch: it clears this itself, before its
+        # first stop check, so a stop either finds it clear or is seen by that check (a
+        # future stored by the submitting thread could be stored after a signal's stop)
+        self._idle = threading.Event()
+        self._idle.set()
         self._verifier: Verifier | None = None
         self._unavailable = False
         self._versions: dict[str, tuple[str, str] | None] = {}
@@ -249,7 +253,7 @@ class _Batches:
 
     def verify(self, pending: Sequence[Pending]) -> int:
         """Verify one batch; returns the number of its lines that got no verdict."""
-        self._current = fut = self._thread.submit(self._verify, list(pending))
+        fut = self._thread.submit(self._verify, list(pending))
         # waited for in short steps: a signal the kernel gave another thread only runs its
         # Python handler when the main thread runs bytecode, never while it blocks on a lock
         while True:
@@ -259,6 +263,13 @@ class _Batches:
                 continue
 
     def _verify(self, pending: list[Pending]) -> int:
+        self._idle.clear()
+        try:
+            return self._verify_groups(pending)
+        finally:
+            self._idle.set()
+
+    def _verify_groups(self, pending: list[Pending]) -> int:
         # one call per distinct Limits (usually one): verify_many takes a single Limits
         groups: dict[str, list[int]] = {}
         for pos, item in enumerate(pending):
@@ -311,12 +322,11 @@ class _Batches:
         close, and what runs there must not run to its own timeout."""
         self._stop.set()
         self.writer.close()
-        current = self._current
-        if current is None or current.done():
+        if self._idle.is_set():  # no batch begun: one that begins now sees the stop
             return
-        while not current.done():
+        while not self._idle.is_set():
             self._close_verifier()
-            concurrent.futures.wait([current], timeout=ABORT_RECLOSE_S)
+            self._idle.wait(ABORT_RECLOSE_S)
         self._close_verifier()
 
     def shutdown(self) -> None:

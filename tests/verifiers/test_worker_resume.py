@@ -260,18 +260,12 @@ def test_the_dirs_of_a_sigkilled_worker_are_swept(tmp_path):
     assert (outside / "keep").read_text() == "x"  # a link is never followed
 
 
-@needs_cad
-def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
-    """A stop lands while the candidate in flight is past its stop check but has not
-    made its pool yet (the verifier's static work before it): the pool it makes after
-    the stop's first close, and the worker it starts there, are closed too. The stop does
-    not wait for the candidate's own timeout (60 s; a CI run's SIGTERM test once did)."""
+def _held_race(batches):
+    """The CAD verifier of `batches`, its build gate's pool call held until the verifier
+    is closed (30 s at most: the ordering of the race, made certain): (verifier, asked,
+    made), `asked` set once the candidate in flight is past its stop check and asks."""
     from verifiers.cad.verifier import CadVerifier
-    from verifiers.worker import _Batches, _parse
 
-    _, spin = cad_lines()
-    task, cand, limits = _parse("cad", spin)
-    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
     v = batches._verifier = CadVerifier()
     asked, closed, made = threading.Event(), threading.Event(), []
     real_pool, real_close = v.pool, v.close
@@ -281,7 +275,7 @@ def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
             made.append(real_pool(lim, role))
             return made[-1]
         asked.set()  # the build gate's, inside the candidate's verify
-        closed.wait(30)  # the ordering of the race, made certain
+        closed.wait(30)
         made.append(real_pool(lim, role))
         return made[-1]
 
@@ -289,12 +283,27 @@ def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
         real_close()
         closed.set()
 
-    v.pool, v.close = late_pool, close
+    v.pool, v.close, v.real_close = late_pool, close, real_close
+    return v, asked, made
+
+
+@needs_cad
+def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
+    """A stop lands while the candidate in flight is past its stop check but has not
+    made its pool yet (the verifier's static work before it): the pool it makes after
+    the stop's first close, and the worker it starts there, are closed too. The stop does
+    not wait for the candidate's own timeout (60 s; a CI run's SIGTERM test once did)."""
+    from verifiers.worker import _Batches, _parse
+
+    _, spin = cad_lines()
+    task, cand, limits = _parse("cad", spin)
+    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
+    v, asked, made = _held_race(batches)
     t = threading.Thread(target=batches.verify, args=([(1, task, cand, limits)],), daemon=True)
     t.start()
     try:
         assert asked.wait(60), "the candidate never asked for a pool"
-        assert batches._current is not None  # set before the thread ran
+        assert not batches._idle.is_set()  # the batch thread is inside its batch
         t0 = time.monotonic()
         batches.abort()
         assert time.monotonic() - t0 < 30  # the spinning job stopped, not waited for
@@ -304,7 +313,44 @@ def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
         assert not v._pools  # none made after the last close
     finally:
         batches.shutdown()
-        real_close()
+        v.real_close()
+
+
+@needs_cad
+def test_a_stop_between_the_batchs_submit_and_its_bookkeeping_still_closes_it():
+    """The signal's handler runs on the thread that submitted the batch, between two of
+    its bytecodes: here right after the submit returns, once the candidate is past its
+    stop check. The stop still sees the batch in flight (the batch thread marks itself
+    busy; a future stored after the submit was not stored yet) and closes what it runs.
+    Before: the stop saw no batch, closed nothing, and the candidate ran on for its
+    held 30 s and its own 60 s timeout."""
+    from verifiers.worker import _Batches, _parse
+
+    _, spin = cad_lines()
+    task, cand, limits = _parse("cad", spin)
+    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
+    v, asked, made = _held_race(batches)
+    real_submit, took = batches._thread.submit, []
+
+    def submit_then_signal(fn, *args):
+        fut = real_submit(fn, *args)
+        assert asked.wait(60), "the candidate never asked for a pool"
+        t0 = time.monotonic()
+        batches.abort()
+        took.append(time.monotonic() - t0)
+        return fut
+
+    batches._thread.submit = submit_then_signal
+    t = threading.Thread(target=batches.verify, args=([(1, task, cand, limits)],), daemon=True)
+    t.start()
+    try:
+        t.join(40)
+        assert not t.is_alive(), "the batch ran on after the stop"
+        assert took and took[0] < 30
+        assert len(made) == 2 and all(p._closed for p in made)
+    finally:
+        batches.shutdown()
+        v.real_close()
 
 
 SERVER = """
