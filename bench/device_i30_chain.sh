@@ -39,7 +39,6 @@ STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cuda
 # first as a build node makes them (and each reference again, warm), then the same batch
 # building on the GPU node itself as one machine does, ~15 min
 [[ $STEPS == " catalog " ]] && STEPS=" prebuild pause "
-[[ $STEPS == " confirm " ]] && STEPS=" confirm "
 # `kb`: KernelBench level 1 at its own sizes, Crucible (its builds first on this node's
 # CPU runners, as a build node makes them) beside KernelBench's own precompile and eval in
 # one process (bench/kernelbench_phase.py); needs a copy of KernelBench's src/ and

@@ -263,7 +263,8 @@ def test_the_dirs_of_a_sigkilled_worker_are_swept(tmp_path):
 def _held_race(batches):
     """The CAD verifier of `batches`, its build gate's pool call held until the verifier
     is closed (30 s at most: the ordering of the race, made certain): (verifier, asked,
-    made), `asked` set once the candidate in flight is past its stop check and asks."""
+    made, its real close), `asked` set once the candidate in flight is past its stop
+    check and asks."""
     from verifiers.cad.verifier import CadVerifier
 
     v = batches._verifier = CadVerifier()
@@ -283,8 +284,8 @@ def _held_race(batches):
         real_close()
         closed.set()
 
-    v.pool, v.close, v.real_close = late_pool, close, real_close
-    return v, asked, made
+    v.pool, v.close = late_pool, close
+    return v, asked, made, real_close
 
 
 @needs_cad
@@ -298,7 +299,7 @@ def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
     _, spin = cad_lines()
     task, cand, limits = _parse("cad", spin)
     batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
-    v, asked, made = _held_race(batches)
+    v, asked, made, real_close = _held_race(batches)
     t = threading.Thread(target=batches.verify, args=([(1, task, cand, limits)],), daemon=True)
     t.start()
     try:
@@ -313,7 +314,7 @@ def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
         assert not v._pools  # none made after the last close
     finally:
         batches.shutdown()
-        v.real_close()
+        real_close()
 
 
 @needs_cad
@@ -329,7 +330,7 @@ def test_a_stop_between_the_batchs_submit_and_its_bookkeeping_still_closes_it():
     _, spin = cad_lines()
     task, cand, limits = _parse("cad", spin)
     batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
-    v, asked, made = _held_race(batches)
+    _, asked, made, real_close = _held_race(batches)
     real_submit, took = batches._thread.submit, []
 
     def submit_then_signal(fn, *args):
@@ -350,7 +351,7 @@ def test_a_stop_between_the_batchs_submit_and_its_bookkeeping_still_closes_it():
         assert len(made) == 2 and all(p._closed for p in made)
     finally:
         batches.shutdown()
-        v.real_close()
+        real_close()
 
 
 SERVER = """
