@@ -92,9 +92,12 @@ def test_a_uid_range_is_one_processes_at_a_time(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def fresh_ranges(tmp_path, monkeypatch):
-    """This process's uid ranges and slots as a new process's, in a lock dir of its own."""
-    monkeypatch.setattr(sandbox, "UID_LOCK_DIR", str(tmp_path))
+def fresh_ranges(monkeypatch):
+    """This process's uid ranges and slots as a new process's. In the machine's own lock
+    dir: the ranges the process already holds stay locked by it, so the fresh ones are
+    others. (A lock dir of the test's own handed out the held range again, pid mod the
+    ranges' count, and a warm worker an earlier test left running as its slot 1 kept the
+    fresh slot 1 from ever being free.)"""
     for name, value in (
         ("_uids_pid", os.getpid()),
         ("_ranges", []),
@@ -148,9 +151,18 @@ def test_a_lock_dir_that_cannot_be_made_falls_back_to_tmps_and_says_so(monkeypat
     assert len(said) == 1  # once
 
 
+@pytest.fixture
+def earlier_worker():
+    """A warm worker an earlier test of this process left running, as its slot 1 (made
+    before `fresh_ranges`)."""
+    worker = HogWorker(Limits(), index=0)
+    yield worker
+    worker.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox uid of its own needs root")
 def test_a_closed_workers_uid_goes_to_the_next_worker_once_nothing_runs_as_it(
-    fresh_ranges, monkeypatch
+    earlier_worker, fresh_ranges, monkeypatch
 ):
     first = HogWorker(Limits(), index=0)
     slot = first._slot
