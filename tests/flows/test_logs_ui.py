@@ -103,6 +103,8 @@ CRUCIBLE = re.compile(r"^(flows|lake|ray_actors|generators|verifiers)(\.|$)")
 
 
 def test_crucible_info_lines_reach_the_flow_runs_logs_tab(run):
+    """Over 30 s with its set-up (the module's): a whole pipeline run on Prefect and Ray,
+    whose logs and artifacts every test of the module reads."""
     found = _logs(run["result"]["run_id"])
     ours = [g for g in found if CRUCIBLE.match(g.name)]
     assert any(g.level == logging.INFO for g in ours), sorted({g.name for g in found})

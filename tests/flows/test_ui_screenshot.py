@@ -95,6 +95,8 @@ def server(tmp_path_factory):
 
 
 def test_server_prints_its_url_only_once_it_answers(server):
+    """Over 30 s with its set-up (the module's): `crucible server`, a Prefect API server
+    and its database migrations in a process of its own, started and waited on."""
     out = "".join(server["lines"])
     assert out.index("starting Prefect server...") < out.index("Prefect UI:")
     assert server["health"] == [200], out[-2000:]

@@ -18,6 +18,8 @@ TASK = Path(__file__).resolve().parents[2] / "tasks" / "rtl" / "mux4"
 
 
 def test_a_dead_workers_exit_status_signal_and_last_words_are_kept(monkeypatch, own_ray, caplog):
+    """Over 30 s: a Ray cluster of its own, and a verifier actor that dies twice (an exit,
+    a kill) and is started again each time, importing the verifier anew."""
     from generators.perturb import generator_for
     from ray_actors import cluster, verify
 
