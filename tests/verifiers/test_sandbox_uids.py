@@ -153,8 +153,9 @@ def test_a_lock_dir_that_cannot_be_made_falls_back_to_tmps_and_says_so(monkeypat
 
 @pytest.fixture
 def earlier_worker():
-    """A warm worker an earlier test of this process left running, as its slot 1 (made
-    before `fresh_ranges`)."""
+    """A warm worker an earlier test of this process left running (made before
+    `fresh_ranges`): its slot 1 where nothing else of the process holds one, as when this
+    file runs alone, the order in which the old fixture failed every time."""
     worker = HogWorker(Limits(), index=0)
     yield worker
     worker.close()
