@@ -260,13 +260,17 @@ def test_the_dirs_of_a_sigkilled_worker_are_swept(tmp_path):
     assert (outside / "keep").read_text() == "x"  # a link is never followed
 
 
-def _held_race(batches):
-    """The CAD verifier of `batches`, its build gate's pool call held until the verifier
-    is closed (30 s at most: the ordering of the race, made certain): (verifier, asked,
-    made, its real close), `asked` set once the candidate in flight is past its stop
-    check and asks."""
+def _held_race():
+    """A CAD batch of one spinning candidate whose verifier's build-gate pool call is
+    held until the verifier is closed (30 s at most: the ordering of the race, made
+    certain): (batches, its pending lines, verifier, asked, made, its real close), `asked`
+    set once the candidate in flight is past its stop check and asks."""
     from verifiers.cad.verifier import CadVerifier
+    from verifiers.worker import _Batches, _parse
 
+    _, spin = cad_lines()
+    task, cand, limits = _parse("cad", spin)
+    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
     v = batches._verifier = CadVerifier()
     asked, closed, made = threading.Event(), threading.Event(), []
     real_pool, real_close = v.pool, v.close
@@ -285,7 +289,7 @@ def _held_race(batches):
         closed.set()
 
     v.pool, v.close = late_pool, close
-    return v, asked, made, real_close
+    return batches, [(1, task, cand, limits)], v, asked, made, real_close
 
 
 @needs_cad
@@ -294,13 +298,8 @@ def test_a_pool_the_verifier_makes_after_the_stop_is_closed_too():
     made its pool yet (the verifier's static work before it): the pool it makes after
     the stop's first close, and the worker it starts there, are closed too. The stop does
     not wait for the candidate's own timeout (60 s; a CI run's SIGTERM test once did)."""
-    from verifiers.worker import _Batches, _parse
-
-    _, spin = cad_lines()
-    task, cand, limits = _parse("cad", spin)
-    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
-    v, asked, made, real_close = _held_race(batches)
-    t = threading.Thread(target=batches.verify, args=([(1, task, cand, limits)],), daemon=True)
+    batches, pending, v, asked, made, real_close = _held_race()
+    t = threading.Thread(target=batches.verify, args=(pending,), daemon=True)
     t.start()
     try:
         assert asked.wait(60), "the candidate never asked for a pool"
@@ -325,12 +324,7 @@ def test_a_stop_between_the_batchs_submit_and_its_bookkeeping_still_closes_it():
     busy; a future stored after the submit was not stored yet) and closes what it runs.
     Before: the stop saw no batch, closed nothing, and the candidate ran on for its
     held 30 s and its own 60 s timeout."""
-    from verifiers.worker import _Batches, _parse
-
-    _, spin = cad_lines()
-    task, cand, limits = _parse("cad", spin)
-    batches = _Batches("cad", None, _Writer(io.StringIO(), io.StringIO(), False))
-    _, asked, made, real_close = _held_race(batches)
+    batches, pending, _, asked, made, real_close = _held_race()
     real_submit, took = batches._thread.submit, []
 
     def submit_then_signal(fn, *args):
@@ -342,7 +336,7 @@ def test_a_stop_between_the_batchs_submit_and_its_bookkeeping_still_closes_it():
         return fut
 
     batches._thread.submit = submit_then_signal
-    t = threading.Thread(target=batches.verify, args=([(1, task, cand, limits)],), daemon=True)
+    t = threading.Thread(target=batches.verify, args=(pending,), daemon=True)
     t.start()
     try:
         t.join(40)
