@@ -711,13 +711,32 @@ def main() -> int:
     again = [r for r in rows if r.get("timing_measures")]
     if again:
         changed = [r for r in again if r["status"] != "slow"]
-        results["slow_measured_again"] = {"verdicts": len(again), "not_slow": len(changed)}
+        # the eager baseline timed again beside a slow measure taken again, over its
+        # first measure: past 1 + BASELINE_DRIFT the verdict is the machine's (timing_drift)
+        drift = [
+            m["eager_again_ms"] / r["eager_ms"]
+            for r in again
+            for m in r["timing_measures"]
+            if m.get("eager_again_ms") and r.get("eager_ms")
+        ]
+        results["slow_measured_again"] = {
+            "verdicts": len(again),
+            "not_slow": len(changed),
+            "baseline_again_ratios": [round(x, 4) for x in drift],
+        }
         print(
             f"\nslow verdicts measured again: {len(again)}, {len(changed)} of them not slow: "
             + ", ".join(
-                f"{r['domain']}/{r['task']} {r['generator']} {r['status']}" for r in changed
+                f"{r['domain']}/{r['task']} {r['generator']} {r['status']}/{r['code']}"
+                for r in changed
             )
         )
+        if drift:
+            print(
+                f"eager baseline timed again beside them, over its first measure: median "
+                f"{statistics.median(drift):.3f}x, range {min(drift):.3f}-{max(drift):.3f}x "
+                f"over {len(drift)}"
+            )
     refs = [r for r in rows if r["phase"] == "references"]
     # timed candidates only: one that failed before its timed runs held the GPU alone 0 s
     excl = [

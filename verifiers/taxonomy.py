@@ -243,6 +243,11 @@ CODES: dict[str, tuple[str, str]] = {
         INFRA,
         "another process's work stayed on the GPU: the timed runs were not made",
     ),
+    "timing_drift": (
+        INFRA,
+        "a slow verdict measured again, but the task's eager baseline timed beside it was "
+        "slower than when first measured: the machine slowed, not the candidate",
+    ),
     "node_lost": (
         INFRA,
         "the Ray node verifying it was lost and no node offering its resource came back",

@@ -6,7 +6,9 @@ batch where the reference and its Triton twin passed (`bench/results/kernels_i30
 Every gate but the timing runs the real CPU path (Triton's interpreter), once per measure.
 The timed runs need a GPU; they are stood in for by a script of medians, one per
 verification, judged by the real `judge_speed` against a fixed eager time, as
-`gate_timing` judges them."""
+`gate_timing` judges them. A measure taken again that is slow sets the task's eager
+baseline timed again beside it (verifier version 11): that timing needs a GPU too, and is
+stood in for by a scripted eager time (`controls`), judged by the real `_slow_stands`."""
 
 from __future__ import annotations
 
@@ -33,8 +35,15 @@ class _Scripted(TritonVerifier):
         super().__init__(device="cpu", workers=1, **settings)
         self.script([])
 
-    def script(self, times) -> None:
+    def script(self, times, controls=()) -> None:
         self.times, self.used, self.durations = list(times), 0, []
+        self.controls, self.controlled = list(controls), 0
+
+    def _eager_now(self, ctx) -> float:
+        """The eager baseline timed again: the script's next, else as first measured."""
+        got = self.controls[self.controlled] if self.controlled < len(self.controls) else None
+        self.controlled += 1
+        return EAGER_MS if got is None else got
 
     def _verify_once(self, *args, **kwargs):
         vd = super()._verify_once(*args, **kwargs)
@@ -51,6 +60,7 @@ class _Scripted(TritonVerifier):
         speed = judge_speed(got, EAGER_MS, BAR)
         ctx.metrics.update(time_ms=got, eager_ms=EAGER_MS, speedup=round(speed.speedup, 4))
         if speed.slow:
+            self._slow_stands(ctx, EAGER_MS)  # the real rule, as `gate_timing` calls it
             raise GateFail(Status.SLOW, "slow", speed.note, feedback=speed.note)
         return f"{got:.4f} ms"
 
@@ -70,8 +80,8 @@ def scripted():
 
 @pytest.fixture
 def verify(task, scripted):
-    def run(times, v=scripted):
-        v.script(times)
+    def run(times, v=scripted, controls=()):
+        v.script(times, controls)
         return v.verify(task, task.reference, Limits()), v.used
 
     return run
@@ -87,24 +97,47 @@ def test_a_single_disturbed_measure_does_not_make_a_correct_candidate_slow(verif
     assert vd.duration_ms == pytest.approx(sum(scripted.durations))  # all three measures'
 
 
-def test_a_slow_candidate_measured_slow_twice_is_slow(verify):
-    vd, used = verify([0.18, 0.17, 0.01])
+def test_a_slow_candidate_measured_slow_twice_is_slow(verify, scripted):
+    vd, used = verify([0.18, 0.17, 0.01], controls=[0.105])  # the baseline within 10 %
     assert vd.status is Status.SLOW and vd.code == "slow"
     assert used == 2  # no third measure
+    # the eager baseline was timed again beside the second measure only
+    assert scripted.controlled == 1
+    assert [m["eager_again_ms"] for m in vd.metrics["timing_measures"]] == [None, 0.105]
     assert vd.metrics["time_ms"] == 0.17  # the faster: a disturbance only slows
     assert "0.59x" in vd.feedback
     assert len(vd.metrics["timing_measures"]) == 2
 
 
-def test_one_fast_measure_among_three_does_not_make_a_slow_candidate_pass(verify):
+def test_one_fast_measure_among_three_does_not_make_a_slow_candidate_pass(verify, scripted):
     vd, used = verify([0.18, 0.10, 0.20])
     assert vd.status is Status.SLOW and used == 3
     assert vd.metrics["time_ms"] == 0.18  # the median
+    assert scripted.controlled == 1  # beside the third: the second passed
 
 
-def test_a_pass_is_measured_once(verify):
+def test_slow_twice_while_the_baseline_itself_slowed_is_the_machines(verify, scripted):
+    """The H100 node's case: a rename of cuda col_mean's reference timed 0.156 and then
+    0.154 ms in two fresh jobs, the reference 0.101 ms before and since. Where the eager
+    baseline timed again beside the second measure is slower too, the verdict is infra
+    (retried), not a `slow` label."""
+    vd, used = verify([0.15, 0.15], controls=[0.15])  # eager 0.10 ms first, 0.15 now
+    assert vd.status is Status.INFRA_ERROR and vd.code == "timing_drift", vd.feedback
+    assert used == 2 and scripted.controlled == 1
+    assert "1.50x" in vd.feedback
+    assert [m["status"] for m in vd.metrics["timing_measures"]] == ["slow", "infra_error"]
+    assert vd.metrics["timing_measures"][1]["eager_again_ms"] == 0.15
+    # the same slowing at the third measure decides it the same way
+    vd, used = verify([0.15, 0.10, 0.15], controls=[0.12])
+    assert vd.status is Status.INFRA_ERROR and vd.code == "timing_drift" and used == 3
+    # a baseline faster now changes nothing: slow against the faster too
+    vd, used = verify([0.18, 0.17], controls=[0.08])
+    assert vd.status is Status.SLOW and vd.metrics["time_ms"] == 0.17
+
+
+def test_a_pass_is_measured_once(verify, scripted):
     vd, used = verify([0.10, 0.50])
-    assert vd.status is Status.PASS and used == 1
+    assert vd.status is Status.PASS and used == 1 and scripted.controlled == 0
     assert "timing_measures" not in vd.metrics
 
 
