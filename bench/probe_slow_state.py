@@ -5,7 +5,7 @@ in a fresh process, under states a GPU node's batch puts the card in.
     python bench/probe_slow_state.py tasks/cuda/col_mean tasks/triton/col_mean \
         [--runs 5] [--out probe.json]
 
-Why: in a catalog batch on the H100 node (`kernels_i30_catalog_prebuild2_h100`), cuda
+Why: in a catalog batch on the H100 node (`bench/results/kernels_i30_catalog_v10_h100.json`), cuda
 col_mean's rename of its own reference timed 0.156 ms and then 0.154 ms in a second fresh
 job (`confirm_slow`), where the reference alone times 0.101 ms: slow twice, so the
 verdict stood. The states, each for `--runs` fresh timing processes:

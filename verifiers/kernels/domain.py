@@ -71,7 +71,9 @@ class KernelSettings(VerifierSettings):
         "a `slow` verdict is measured again in a fresh job before it stands: slow twice is "
         "slow; when the two disagree a third decides (the verdict of the median time). The "
         "machine's disturbances only ever slow a timed run: on the H100 node a rename of a "
-        "1.08x reference once measured 0.60x; false: the first measure is the verdict",
+        "1.08x reference once measured 0.60x. Slow again while the task's eager baseline, "
+        "timed again beside it, is over 10 % slower than at first: the machine's "
+        "(timing_drift, retried); false: the first measure is the verdict",
     )
     pch: bool = setting(
         True,
