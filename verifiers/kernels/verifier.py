@@ -407,8 +407,10 @@ class KernelVerifier(Verifier):
         disturbance (a clock, a neighbour's queued work, a descheduled launch) only ever
         slows a timed run: a slow measure may be the machine's, a fast one never is. A
         measure that is no timing (a wrong answer a race gave, the machine's infra) ends
-        it there and is the verdict. Every measure's time is kept in the metrics
-        (`timing_measures`), and the verdict's duration is all of theirs."""
+        it there and is the verdict. A measure taken again that is slow stands only while
+        the task's eager baseline, timed again beside it, has not slowed too
+        (`_slow_stands`: else `timing_drift`, infra). Every measure's time is kept in the
+        metrics (`timing_measures`), and the verdict's duration is all of theirs."""
         v = self._verify_once(task, code, limits)
         if v.status is not Status.SLOW or not self.settings.confirm_slow:  # type: ignore[attr-defined]
             return v
