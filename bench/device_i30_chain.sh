@@ -15,7 +15,7 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil faultshare mpsfaultshare} "
+STEPS=" ${2:-quiet pause drain alone prebuild colmean slowstate seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil faultshare mpsfaultshare} "
 [[ $STEPS == " next " ]] && STEPS=" workers16 notiming16 issue16 rule16 devshare contexts sleepprobe hostgil "
 # `mps`: do the job processes take turns on the GPU (time-slicing between contexts), and
 # does NVIDIA's MPS (one server context for all) lift a GPU node's rate? ~9 min
@@ -90,6 +90,10 @@ step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone
 step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --out "$RES/prebuild.json"
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
+# the states a batch puts the card in, each with fresh processes timing col_mean's
+# references (cuda col_mean's rename once timed 1.52x twice in a row), ~3 min
+step slowstate 300 python3 bench/probe_slow_state.py tasks/cuda/col_mean \
+    tasks/triton/col_mean --runs 3 --out "$RES/slowstate.json"
 # does a build node's precompile spare the GPU node Triton's compile (the JIT's keys)?
 step seedprobe 300 python3 bench/probe_triton_seed.py --n 8 --out "$RES/seedprobe.json"
 # each build tier alone on this node's cores, warm runners (its CPU seconds); the CUDA
