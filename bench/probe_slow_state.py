@@ -49,6 +49,11 @@ def smi_clock() -> str:
 
 def child(task: Path, idle_s: float) -> dict:
     """One fresh process: build the task's reference as the runner does, time it and eager."""
+    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:  # the cubin, while it runs
+        return _timed(task, idle_s, Path(tmp))
+
+
+def _timed(task: Path, idle_s: float, tmp: Path) -> dict:
     import tomllib
 
     import torch
@@ -62,26 +67,18 @@ def child(task: Path, idle_s: float) -> dict:
     extra = {}
     if "/cuda/" in str(task.resolve()):
         from verifiers.kernels.cudalaunch import CudaModule
-        from verifiers.kernels.nvcc import find_nvcc
+        from verifiers.kernels.nvcc import cubin_flags, find_nvcc
+        from verifiers.kernels.verifier import cuda_src
 
-        ref0 = runner.load_module("probe_src", code, "ref.py", {"cuda_kernel": None}, False)
-        tmp = Path(tempfile.mkdtemp(prefix="probe-"))
-        (tmp / "k.cu").write_text(ref0.CUDA_SRC)
+        src = cuda_src(code)
         arch = spec.get("platform", {}).get("arch", "sm_90")
-        subprocess.run(
-            [
-                find_nvcc(),
-                "-cubin",
-                f"-arch={arch}",
-                "-O3",
-                "-o",
-                str(tmp / "k.cubin"),
-                str(tmp / "k.cu"),
-            ],
-            check=True,
-        )
-        cm = CudaModule(ref0.CUDA_SRC, {}, DeviceLimits(), str(tmp / "k.cubin"))
-        extra["cuda_kernel"] = cm.kernel
+        cu, cubin = tmp / "k.cu", tmp / "k.cubin"
+        cu.write_text(src)  # compiled with the verifier's flags, loaded as the runner does
+        cmd = [find_nvcc(), *cubin_flags(arch), "-o", str(cubin), str(cu)]
+        built = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if built.returncode:
+            raise RuntimeError(f"nvcc failed on {task}:\n{built.stderr[-2000:]}")
+        extra["cuda_kernel"] = CudaModule(src, {}, DeviceLimits(), str(cubin)).kernel
     ref = runner.load_module("crucible_candidate", code, "ref.py", extra)
     inputs = runner.make_inputs(problem, 2024, "cuda")
     eager = runner.build_reference(problem, 0, "cuda")

@@ -87,6 +87,12 @@ def nvcc_version(nvcc: str) -> str:
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
 
 
+def cubin_flags(arch: str = DEFAULT_ARCH, extra_flags: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """nvcc's flags for a candidate's cubin (ptxas's report of each kernel's resources
+    included), before its `-o` and source."""
+    return ("-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "-lineinfo", *extra_flags)
+
+
 def compile_cubin(
     source: str,
     sandbox: Sandbox,
@@ -104,7 +110,7 @@ def compile_cubin(
     nvcc = nvcc or find_nvcc()
     if nvcc is None:
         raise FileNotFoundError(f"nvcc not found: {INSTALL_HINT}")
-    flags = ("-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "-lineinfo", *extra_flags)
+    flags = cubin_flags(arch, extra_flags)
     key = hashlib.sha256(
         json.dumps([source, flags, nvcc_version(nvcc)]).encode("utf-8", "surrogatepass")
     ).hexdigest()

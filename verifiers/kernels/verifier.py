@@ -83,10 +83,9 @@ PEAK_BYTES_PER_S = 4.8e12  # H200 HBM3e, datasheet: a kernel cannot move bytes f
 # FLOP floor built from it never rejects an honest kernel
 PEAK_FLOPS = 1.979e15
 IMPLAUSIBLE_SPEEDUP = 50.0
-# a measure taken again of a `slow` verdict (`verify`) sets its time beside the task's eager
-# baseline timed again: past this fraction slower than when first measured, the machine
-# slowed (the H100 node once timed cuda col_mean's rename of its reference at 1.52x the
-# reference's time twice in a row, 1.00x before and since), and the verdict is infra
+# the task's eager baseline timed again beside a slow measure taken again, past this
+# fraction slower than at first: the machine slowed, the verdict is infra (`_slow_stands`,
+# version 11); timed again beside 13 slow verdicts of a catalog batch it came out 0.989-1.002x
 BASELINE_DRIFT = 0.10
 GPU_ONLY_GATES = ("correct", "timing")
 # What the CPU path (no GPU) can run, judged from the task's sizes before anything runs:
