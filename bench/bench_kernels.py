@@ -142,6 +142,10 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
         "gpu_admit_wait_s": vd.metrics.get("gpu_admit_wait_s"),
         "gpu_quiet_check_s": vd.metrics.get("gpu_quiet_check_s"),
+        # the SM clock the quiet check saw and brought up before the timed runs (v12)
+        "gpu_clock_start_mhz": vd.metrics.get("gpu_clock_start_mhz"),
+        "gpu_clock_mhz": vd.metrics.get("gpu_clock_mhz"),
+        "gpu_clock_spun_s": vd.metrics.get("gpu_clock_spun_s"),
         "shared_verdict": vd.metrics.get("shared_verdict"),  # verified again alone (MPS)
         # a slow verdict measured again before it stood (confirm_slow): every measure
         "timing_measures": vd.metrics.get("timing_measures"),
@@ -737,6 +741,22 @@ def main() -> int:
                 f"{statistics.median(drift):.3f}x, range {min(drift):.3f}-{max(drift):.3f}x "
                 f"over {len(drift)}"
             )
+    # the SM clock before each timed run (verifier 12): how often it had to be spun up,
+    # how long, and the timings refused for a clock that stayed low (gpu_clock_low)
+    clocked = [r for r in rows if r.get("gpu_clock_mhz") is not None]
+    if clocked:
+        # past 5 ms: spun (one reading takes ~0.2 ms at the top clock, ~1.2 ms idle)
+        spun = [r["gpu_clock_spun_s"] for r in clocked if r["gpu_clock_spun_s"] > 0.005]
+        low = sum(r["code"] == "gpu_clock_low" for r in rows)
+        results["gpu_clock"] = {
+            "timings": len(clocked),
+            "spun": len(spun),
+            "spun_s_max": max(spun, default=0.0),
+            "start_mhz_min": min(r["gpu_clock_start_mhz"] for r in clocked),
+            "mhz_min": min(r["gpu_clock_mhz"] for r in clocked),
+            "clock_low": low,
+        }
+        print(f"\nSM clock before the timed runs: {results['gpu_clock']}")
     refs = [r for r in rows if r["phase"] == "references"]
     # timed candidates only: one that failed before its timed runs held the GPU alone 0 s
     excl = [

@@ -15,7 +15,7 @@
 # py-spy --no-deps`, then unzip the wheel's py_spy-*.data/scripts/py-spy), skipped without.
 set -u
 RES=${1:?results dir}
-STEPS=" ${2:-quiet pause drain alone prebuild colmean slowstate seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil faultshare mpsfaultshare} "
+STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedprobe tritonbuild cudabuild workers16 workers32 workers8 workers4 share mpsshare mpscontexts mpsnotiming16 mpsworkers16 mpsjobs16 notiming16 issue16 rule16 devshare contexts sleepprobe profile hostgil faultshare mpsfaultshare} "
 [[ $STEPS == " next " ]] && STEPS=" workers16 notiming16 issue16 rule16 devshare contexts sleepprobe hostgil "
 # `mps`: do the job processes take turns on the GPU (time-slicing between contexts), and
 # does NVIDIA's MPS (one server context for all) lift a GPU node's rate? ~9 min
@@ -69,6 +69,10 @@ python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)' 
 # the catalog batch (64 references, 32 tasks' perturbations per domain); the
 # order puts what the issue's targets need first, so a chain cut short loses the least
 FULL=(--perturb-tasks "${PERTURB:-32}" --ext-kernels 0 --compile-baseline-tasks 0 --workers 16)
+# first, on a fresh machine (the card idle, no context open): a timing while the SM clock
+# rises from idle, and after quiet.clock_up (verifier 12), ~2 min
+step clockramp 240 python3 bench/probe_clock_ramp.py tasks/cuda/col_mean --cycles 2 \
+    --idle-wait-s 20 --out "$RES/clockramp.json"
 step quiet 120 python3 bench/probe_gpu_quiet.py --out "$RES/quiet.json"
 step mixed 300 python3 bench/bench_kernels.py --tasks \
     relu,row_sum,col_mean,softmax_rows,layer_norm,matmul_fp32,rms_norm,gelu_tanh \

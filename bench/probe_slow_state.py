@@ -53,10 +53,10 @@ def child(task: Path, idle_s: float) -> dict:
         return _timed(task, idle_s, Path(tmp))
 
 
-def _timed(task: Path, idle_s: float, tmp: Path) -> dict:
+def build(task: Path, tmp: Path) -> tuple:
+    """The task's reference built as the runner builds a candidate (a CUDA task's cubin in
+    `tmp`, with the verifier's flags), its eager model and the timing inputs."""
     import tomllib
-
-    import torch
 
     from verifiers.kernels import runner
     from verifiers.kernels.limits import DeviceLimits
@@ -83,6 +83,15 @@ def _timed(task: Path, idle_s: float, tmp: Path) -> dict:
     inputs = runner.make_inputs(problem, 2024, "cuda")
     eager = runner.build_reference(problem, 0, "cuda")
     cand = runner.build_candidate(problem, ref, "ModelNew", eager, 0, "cuda")
+    return cand, eager, inputs
+
+
+def _timed(task: Path, idle_s: float, tmp: Path) -> dict:
+    import torch
+
+    from verifiers.kernels import runner
+
+    cand, eager, inputs = build(task, tmp)
     with torch.no_grad():
         for _ in range(3):
             cand(*inputs), eager(*inputs)

@@ -243,6 +243,11 @@ CODES: dict[str, tuple[str, str]] = {
         INFRA,
         "another process's work stayed on the GPU: the timed runs were not made",
     ),
+    "gpu_clock_low": (
+        INFRA,
+        "the GPU's SM clock stayed low after it was kept busy (a throttled card): the "
+        "timed runs were not made",
+    ),
     "timing_drift": (
         INFRA,
         "a slow verdict measured again, but the task's eager baseline timed beside it was "

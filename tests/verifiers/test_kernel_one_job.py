@@ -16,7 +16,7 @@ import pytest
 from verifiers.base import Context, GateFail
 from verifiers.catalog import load_task
 from verifiers.contract import Limits, Status
-from verifiers.kernels.quiet import Quiet
+from verifiers.kernels.quiet import Clock, Quiet
 from verifiers.kernels.verifier import TritonVerifier
 from verifiers.sandbox import Sandbox
 
@@ -134,6 +134,29 @@ def test_a_gpu_that_stayed_busy_is_the_machines_never_a_speed_label(relu_t, tmp_
         v.gate_timing(ctx)
     assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, "gpu_not_quiet")
     assert "2400 us" in e.value.detail and e.value.metrics["gpu_quiet_probes"] == 812
+
+
+def test_a_clock_that_stayed_low_is_the_machines_never_a_speed_label(relu_t, tmp_path):
+    """Every trial passed and the GPU was quiet, but its SM clock stayed low after it was
+    kept busy (`quiet.clock_up`): no timed run was made; the timing gate is infra."""
+    clock = Clock(start_mhz=345.0, mhz=420.0, max_mhz=1980.0, spun_s=1.0, seen_mhz=1980.0)
+    slow = Quiet(True, 0.01, 5, 9.0, 200.0, clock=clock)
+
+    class Slow(_Scripted):
+        def _correct_and_time(self, ctx, checker, cost, timeout, first=("load",)):
+            checker.done = len(checker.trials)
+            res = {"ok": True, "launch": {"checked": True, "launches": []}, "seconds": {}}
+            ctx.state["timed"] = {"res": res, "checker": checker, "noisy": slow}
+            return res
+
+    v = Slow(0)
+    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
+    v._compile_and_run(ctx)
+    v.gate_correct(ctx)
+    with pytest.raises(GateFail) as e:
+        v.gate_timing(ctx)
+    assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, "gpu_clock_low")
+    assert "420 MHz" in e.value.detail and e.value.metrics["gpu_clock_spun_s"] == 1.0
 
 
 def test_a_read_past_the_end_whose_nan_the_math_drops_is_caught(triton_v):

@@ -183,7 +183,6 @@ def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path, monke
     """A candidate and its task's eager baseline are timed with the same sleep: the
     setting reaches the runner's job and the host's baseline timing (a stand-in for the
     GPU calls the baseline makes: no GPU can exist here)."""
-    import types
 
     import torch
 
@@ -213,7 +212,7 @@ def test_timing_sleep_is_a_setting_the_job_and_the_baseline_take(tmp_path, monke
         v.close()
     assert jobs and {j["timing_sleep"] for j in jobs} == {"rule"}
     timed = []
-    monkeypatch.setattr(kv, "gpu_quiet", lambda: types.SimpleNamespace(quiet=True))
+    monkeypatch.setattr(kv, "gpu_quiet", lambda: Quiet(True, 0.0, 5, 9.0, 200.0))
     monkeypatch.setattr(v, "_reference", lambda t, small: (None, lambda x: x + 1))
     monkeypatch.setattr(v, "_inputs", lambda *a, **k: [torch.ones(4)])
     monkeypatch.setattr(kv, "_flops", lambda *a: 0)

@@ -596,8 +596,9 @@ class TimingSlot:
     With the lock's `pause` another writer stops it anyway (it is attached); with the
     drain only this does.
     Once the GPU is its own, `quiet` checks that no stopped process's queued work still
-    runs there (`verifiers.kernels.quiet`); a GPU still busy gets no `go`, and `noisy`
-    says why: the timing is the machine's to retry, never a label."""
+    runs there and brings its clock up (`verifiers.kernels.quiet`); a GPU still busy, or
+    whose clock stays low, gets no `go`, and `noisy` says why: the timing is the machine's
+    to retry, never a label. `checked` keeps what the check found."""
 
     def __init__(
         self,
@@ -611,7 +612,8 @@ class TimingSlot:
         self.quiet = quiet
         self.asked = False
         self.granted = False
-        self.noisy = None  # the `quiet.Quiet` of a GPU that stayed busy
+        self.noisy = None  # the `quiet.Quiet` of a GPU that stayed busy (or slow)
+        self.checked = None  # the `quiet.Quiet` of the check, whatever it found
         self.quiet_s = 0.0  # checking that the GPU is quiet
         self.wait_s = 0.0  # waiting for the GPU alone
         self.exclusive_s = 0.0  # holding it
@@ -632,7 +634,8 @@ class TimingSlot:
                 self.gpu.downgrade()  # no timed run: the job winds down sharing the GPU
                 raise
             self.quiet_s = time.perf_counter() - t1
-            if verdict is not None and not verdict.quiet:
+            self.checked = verdict
+            if verdict is not None and not verdict.ready:
                 self.noisy = verdict
                 self.gpu.downgrade()  # no timed run: the job winds down sharing the GPU
                 return {"go": False}

@@ -24,6 +24,9 @@ infra, retried), never a speed label measured on a shared GPU.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 import statistics
 import threading
 import time
@@ -33,6 +36,55 @@ from dataclasses import dataclass
 QUIET_FLOOR_US = 200.0
 PROBES_IN_A_ROW = 5
 QUIET_WAIT_S = 5.0
+# A GPU with no context open idles at a low SM clock (345 MHz on the H100 node) and takes
+# time to rise once work comes: a timing in that window is slow (cuda col_mean's reference
+# 1.73x in the first process on an idle card, 1.00x in the same process moments later:
+# bench/results/i30_slow_state_v11_h100.*). Before timed runs the GPU is kept busy until
+# the clock a kernel sees (`kernel_mhz`) is CLOCK_UP of the card's top (NVML), for
+# CLOCK_SPIN_S at most. A whole spin that never reaches it, at the highest clock this
+# process's kernels have seen, makes that the top (the reading's own bias, or an operator's
+# cap): a warm card is never failed for how it is read, and pays the spin once. Without
+# NVML the top is the highest seen: a clock that fell since is still caught, a process's
+# first timing on an idle card is not.
+CLOCK_UP = 0.9
+CLOCK_SPIN_S = 1.0
+
+
+@dataclass(frozen=True)
+class Clock:
+    start_mhz: float  # the SM clock a kernel saw before any spin
+    mhz: float  # and once the timed runs may start
+    max_mhz: float | None  # the card's top (NVML, or lowered: `clock_up`), None unknown
+    spun_s: float
+    seen_mhz: float  # the highest this process's kernels have seen, this reading's too
+
+    @property
+    def up(self) -> bool:
+        return self.mhz >= CLOCK_UP * (self.max_mhz or self.seen_mhz)
+
+
+def clock_up(
+    read: Callable[[], float],
+    spin: Callable[[], None],
+    max_mhz: float | None,
+    seen_mhz: float = 0.0,
+    limit_s: float = CLOCK_SPIN_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> Clock:
+    """`spin` (keep the GPU busy a moment) until `read` (the SM clock a kernel sees) is
+    CLOCK_UP of `max_mhz` (of `seen_mhz`, the highest seen before, without it), for
+    `limit_s` at most."""
+    t0 = clock()
+    start = mhz = read()
+    seen = max(seen_mhz, mhz)
+    while mhz < CLOCK_UP * (max_mhz or seen) and clock() - t0 < limit_s:
+        spin()
+        mhz = read()
+        seen = max(seen, mhz)
+    spun = clock() - t0
+    if max_mhz and mhz < CLOCK_UP * max_mhz and spun >= limit_s and mhz >= CLOCK_UP * seen:
+        max_mhz = seen  # a whole spin, at the highest seen: the top as this reading sees it
+    return Clock(start, mhz, max_mhz, spun, seen)
 
 
 @dataclass(frozen=True)
@@ -42,8 +94,22 @@ class Quiet:
     probes: int
     slowest_us: float  # the slowest probe seen (the busy GPU's, when there was one)
     bar_us: float
+    clock: Clock | None = None  # the SM clock brought up once quiet (`gpu_quiet`)
+
+    @property
+    def ready(self) -> bool:
+        """Quiet, and its clock up (or not judged): timed runs may start."""
+        return self.quiet and (self.clock is None or self.clock.up)
 
     def describe(self) -> str:
+        if self.quiet and not self.ready:
+            c = self.clock
+            return (
+                f"the SM clock a kernel saw stayed at {c.mhz:.0f} MHz after the GPU was kept "
+                f"busy {c.spun_s:.2f}s, under {CLOCK_UP:.0%} of its top, "
+                f"{c.max_mhz or c.seen_mhz:.0f} MHz (a card slowed: throttled, or still "
+                "waking)"
+            )
         return (
             f"{self.probes} probe kernels over {self.waited_s:.2f}s; the slowest took "
             f"{self.slowest_us:.0f} us, a quiet GPU's take under {self.bar_us:.0f} us"
@@ -92,6 +158,56 @@ class Prober:
                     return Quiet(False, waited, probes, slowest, bar)
 
 
+SLEEP_CYCLES = 400_000  # the clock read: 200 us of a sleep kernel at 2 GHz
+SPIN_CYCLES = 4_000_000  # one spin: 2 ms at 2 GHz, 12 ms at an idle 345 MHz
+
+
+def kernel_mhz() -> float:
+    """The SM clock a kernel sees now: a sleep kernel's cycles over its event time."""
+    import torch
+
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0.record()
+    torch.cuda._sleep(SLEEP_CYCLES)
+    t1.record()
+    t1.synchronize()
+    return SLEEP_CYCLES / (t0.elapsed_time(t1) * 1e3)
+
+
+def spin() -> None:
+    import torch
+
+    torch.cuda._sleep(SPIN_CYCLES)
+    torch.cuda.synchronize()
+
+
+def max_sm_mhz() -> float | None:
+    """The card's top SM clock by NVML (nvidia-ml-py): its max, or its application clock
+    where that is lower; None without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(_nvml_index())
+        top = float(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM))
+    except Exception:  # no NVML here (a CPU node, no driver): the clock is not judged
+        return None
+    # an operator's lower application clock is the card's top, not the datasheet's; not
+    # every card reports one
+    with contextlib.suppress(Exception):
+        top = min(top, float(pynvml.nvmlDeviceGetApplicationsClock(h, pynvml.NVML_CLOCK_SM)))
+    return top or None
+
+
+def _nvml_index() -> int:
+    """This process's GPU as NVML numbers it (NVML ignores CUDA_VISIBLE_DEVICES)."""
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+    here = torch.cuda.current_device()
+    return int(visible[here]) if visible[0].strip().isdigit() else here
+
+
 def _gpu_round_trip() -> Callable[[], float]:
     import torch
 
@@ -128,5 +244,20 @@ def gpu_calibrate() -> float:
 
 
 def gpu_quiet() -> Quiet:
-    """`Prober.wait_quiet` on this process's GPU."""
-    return _gpu().wait_quiet()
+    """`Prober.wait_quiet` on this process's GPU; once quiet, its clock brought up
+    (`clock_up`; `Quiet.ready` says whether timed runs may start)."""
+    q = _gpu().wait_quiet()
+    if not q.quiet:
+        return q
+    with _CLOCK_LOCK:  # one at a time: the GPU is held alone, the highest seen is kept
+        if not _CARD:
+            _CARD.update(top=max_sm_mhz(), seen=0.0)
+        c = clock_up(kernel_mhz, spin, _CARD["top"], _CARD["seen"])
+        # a top lowered while the clock still rose comes back once kernels see more
+        top = c.max_mhz and max(c.max_mhz, c.seen_mhz)
+        _CARD.update(top=top, seen=c.seen_mhz)
+    return dataclasses.replace(q, clock=c)
+
+
+_CARD: dict = {}  # the card's top clock (read once) and the highest its kernels saw
+_CLOCK_LOCK = threading.Lock()

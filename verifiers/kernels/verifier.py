@@ -223,7 +223,11 @@ class KernelVerifier(Verifier):
     # beside it; that baseline past BASELINE_DRIFT slower than at first, the verdict is
     # infra (`timing_drift`): cuda col_mean's rename of its reference timed 1.52x the
     # reference's time in two fresh jobs in a row on the H100 node (1.00x before and since)
-    version = "11"
+    # 12: the quiet check before timed runs (a candidate's and a baseline's) brings the
+    # GPU's SM clock up first (`quiet.clock_up`), and a clock that stays low is infra
+    # (`gpu_clock_low`): the first timing on a GPU that had no context open timed cuda
+    # col_mean's reference 1.73x, the same process 1.00x moments later
+    version = "12"
     resource = "GPU"
     # no GPU node: the CPU gates still run (Triton's interpreter, nvcc compile-only), and
     # the GPU-only gates end the verdict as infra_error / no_gpu, to be retried on a GPU
@@ -479,12 +483,14 @@ class KernelVerifier(Verifier):
         `time_cuda` result, the model and the inputs it ran on."""
         from verifiers.kernels import runner
 
-        quiet = gpu_quiet()  # the caller holds the GPU alone; no one else's work still runs
-        if not quiet.quiet:
+        # the caller holds the GPU alone; no one else's work still runs, its clock is up
+        quiet = gpu_quiet()
+        if not quiet.ready:
             raise _not_quiet(quiet, what)
         problem, model = self._reference(task, False)
         inputs = self._inputs(problem, 2024, "cuda")
         timing = runner.time_cuda(model, inputs, mode=self.timing_mode, sleep=self.timing_sleep)
+        timing.update(_clock_metrics(quiet))
         return timing, model, inputs
 
     def _verify_once(self, task: Task, code: Any, limits: Limits | None = None) -> Verdict:
@@ -894,6 +900,7 @@ class KernelVerifier(Verifier):
             if slot.granted or slot.noisy is not None:
                 ctx.metrics["timing_slot_wait_s"] = round(slot.wait_s, 4)
                 ctx.metrics["gpu_quiet_check_s"] = round(slot.quiet_s, 4)
+                ctx.metrics.update(_clock_metrics(slot.checked))
         ctx.state["timed"] = {"res": res, "checker": timed, "noisy": slot.noisy}
         return res
 
@@ -904,7 +911,8 @@ class KernelVerifier(Verifier):
         if timed.get("failure") is not None:
             raise timed["failure"]
         checker, res = timed["checker"], timed["res"]
-        if timed.get("noisy") is not None:  # the GPU stayed busy: no timed run, no label
+        # the GPU stayed busy, or its clock low: no timed run, no label
+        if timed.get("noisy") is not None:
             raise _not_quiet(timed["noisy"], "the candidate's timed runs")
         checker.raise_failure()
         if not res["ok"]:
@@ -2076,9 +2084,30 @@ class _CorrectThenTimed:
         return self.timed(header, fds)
 
 
+def _clock_metrics(quiet) -> dict:
+    """The SM clock the quiet check brought up (`quiet.Quiet.clock`), as metrics."""
+    c = getattr(quiet, "clock", None)
+    if c is None:
+        return {}
+    return {
+        "gpu_clock_mhz": round(c.mhz),
+        "gpu_clock_start_mhz": round(c.start_mhz),
+        "gpu_clock_top_mhz": c.max_mhz,
+        "gpu_clock_spun_s": round(c.spun_s, 4),
+    }
+
+
 def _not_quiet(quiet, what: str) -> GateFail:
-    """The machine's verdict when the GPU stayed busy with another process's work
-    (`verifiers.kernels.quiet`): infra, retried; never a speed label."""
+    """The machine's verdict when the GPU stayed busy with another process's work, or
+    its clock stayed low (`verifiers.kernels.quiet`): infra, retried; never a speed
+    label."""
+    if quiet.quiet:  # quiet, but its clock did not come up
+        return GateFail(
+            Status.INFRA_ERROR,
+            "gpu_clock_low",
+            f"{what} were not run: {quiet.describe()}",
+            metrics=_clock_metrics(quiet),
+        )
     return GateFail(
         Status.INFRA_ERROR,
         "gpu_not_quiet",
