@@ -163,13 +163,15 @@ SPIN_CYCLES = 4_000_000  # one spin: 2 ms at 2 GHz, 12 ms at an idle 345 MHz
 
 
 def kernel_mhz() -> float:
-    """The SM clock a kernel sees now: a sleep kernel's cycles over its event time."""
+    """The SM clock a kernel sees now: a sleep kernel's cycles over its event time (on a
+    stream of its own, as the quiet probes: nothing else of this process queued there)."""
     import torch
 
     t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t0.record()
-    torch.cuda._sleep(SLEEP_CYCLES)
-    t1.record()
+    with torch.cuda.stream(_clock_stream()):
+        t0.record()
+        torch.cuda._sleep(SLEEP_CYCLES)
+        t1.record()
     t1.synchronize()
     return SLEEP_CYCLES / (t0.elapsed_time(t1) * 1e3)
 
@@ -177,8 +179,21 @@ def kernel_mhz() -> float:
 def spin() -> None:
     import torch
 
-    torch.cuda._sleep(SPIN_CYCLES)
-    torch.cuda.synchronize()
+    stream = _clock_stream()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(SPIN_CYCLES)
+    stream.synchronize()
+
+
+_STREAM: list = []
+
+
+def _clock_stream():
+    import torch
+
+    if not _STREAM:
+        _STREAM.append(torch.cuda.Stream())
+    return _STREAM[0]
 
 
 def max_sm_mhz() -> float | None:
