@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import threading
@@ -114,6 +113,8 @@ def child(task: Path, variant: str) -> dict:
 
 
 def main() -> int:
+    from probe_slow_state import run_child
+
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         print(json.dumps(child(Path(sys.argv[2]), sys.argv[3])), flush=True)
         return 0
@@ -127,17 +128,10 @@ def main() -> int:
     for cycle in range(args.cycles):
         for variant in VARIANTS:
             mhz, waited = wait_idle(args.idle_wait_s)
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", str(args.task), variant],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if out.returncode:
-                print(f"{variant}: failed\n{out.stderr[-2000:]}", flush=True)
+            got = run_child(__file__, str(args.task), variant, what=variant)
+            if got is None:
                 continue
-            row = {"cycle": cycle, "idle_mhz": mhz, "idle_wait_s": round(waited, 2)}
-            row.update(json.loads(out.stdout.splitlines()[-1]))
+            row = {"cycle": cycle, "idle_mhz": mhz, "idle_wait_s": round(waited, 2), **got}
             rows.append(row)
             up = row.get("clock_up") or {}
             print(

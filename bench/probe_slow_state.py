@@ -121,6 +121,18 @@ def _timed(task: Path, idle_s: float, tmp: Path) -> dict:
     }
 
 
+def run_child(script: str, *args: str, what: str) -> dict | None:
+    """`script --child ARGS` in a fresh process: the JSON line it ends with, or None (its
+    stderr's tail printed) where it failed."""
+    out = subprocess.run(
+        [sys.executable, script, "--child", *args], capture_output=True, text=True, check=False
+    )
+    if out.returncode:
+        print(f"{what}: failed\n{out.stderr[-2000:]}", flush=True)
+        return None
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def holder(gib: float, fragment: bool, busy: bool = False) -> None:
     """Hold `gib` GiB of GPU memory (fragment: in pieces, every other one given back),
     say so on stdout, then wait to be killed (the caller stops it, as a paused job is)."""
@@ -195,16 +207,9 @@ def main() -> int:
             for task in args.tasks:
                 for _ in range(args.runs):
                     idle = "2" if state == "idle" else "0"
-                    out = subprocess.run(
-                        [sys.executable, __file__, "--child", str(task), idle],
-                        capture_output=True,
-                        text=True,
-                        check=False,
-                    )
-                    if out.returncode:
-                        print(f"{state} {task}: failed\n{out.stderr[-2000:]}", flush=True)
+                    got = run_child(__file__, str(task), idle, what=f"{state} {task}")
+                    if got is None:
                         continue
-                    got = json.loads(out.stdout.splitlines()[-1])
                     row = {"state": state, "task": str(task), **got}
                     rows.append(row)
                     print(

@@ -114,49 +114,42 @@ def test_a_job_cut_short_in_its_timed_runs_passes_the_trials_and_fails_timing(re
     assert e.value.code == "kernel_timeout"
 
 
-def test_a_gpu_that_stayed_busy_is_the_machines_never_a_speed_label(relu_t, tmp_path):
-    """Every trial passed, but the GPU never went quiet for the timed runs (another
-    process's work still queued): no timed run was made; the timing gate is infra."""
-    busy = Quiet(False, 5.0, 812, 2400.0, 200.0)
+BUSY = Quiet(False, 5.0, 812, 2400.0, 200.0)
+LOW_CLOCK = Quiet(
+    True, 0.01, 5, 9.0, 200.0, clock=Clock(345.0, 420.0, 1980.0, spun_s=1.0, seen_mhz=1980.0)
+)
 
-    class Busy(_Scripted):
+
+@pytest.mark.parametrize(
+    "noisy, code, says, metric",
+    [
+        (BUSY, "gpu_not_quiet", "2400 us", ("gpu_quiet_probes", 812)),
+        (LOW_CLOCK, "gpu_clock_low", "420 MHz", ("gpu_clock_spun_s", 1.0)),
+    ],
+    ids=["busy", "clock_low"],
+)
+def test_a_gpu_not_ready_for_timed_runs_is_the_machines_never_a_speed_label(
+    relu_t, tmp_path, noisy, code, says, metric
+):
+    """Every trial passed, but the GPU was not ready for the timed runs: it never went
+    quiet (another process's work still queued), or quiet, its SM clock stayed low after
+    it was kept busy (`quiet.clock_up`). No timed run was made; the timing gate is infra."""
+
+    class NotReady(_Scripted):
         def _correct_and_time(self, ctx, checker, cost, timeout, first=("load",)):
             checker.done = len(checker.trials)
             res = {"ok": True, "launch": {"checked": True, "launches": []}, "seconds": {}}
-            ctx.state["timed"] = {"res": res, "checker": checker, "noisy": busy}
+            ctx.state["timed"] = {"res": res, "checker": checker, "noisy": noisy}
             return res
 
-    v = Busy(0)
+    v = NotReady(0)
     ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
     v._compile_and_run(ctx)
     assert v.gate_correct(ctx).startswith(f"{len(ctx.state['ran']['checker'].trials)} trials")
     with pytest.raises(GateFail) as e:
         v.gate_timing(ctx)
-    assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, "gpu_not_quiet")
-    assert "2400 us" in e.value.detail and e.value.metrics["gpu_quiet_probes"] == 812
-
-
-def test_a_clock_that_stayed_low_is_the_machines_never_a_speed_label(relu_t, tmp_path):
-    """Every trial passed and the GPU was quiet, but its SM clock stayed low after it was
-    kept busy (`quiet.clock_up`): no timed run was made; the timing gate is infra."""
-    clock = Clock(start_mhz=345.0, mhz=420.0, max_mhz=1980.0, spun_s=1.0, seen_mhz=1980.0)
-    slow = Quiet(True, 0.01, 5, 9.0, 200.0, clock=clock)
-
-    class Slow(_Scripted):
-        def _correct_and_time(self, ctx, checker, cost, timeout, first=("load",)):
-            checker.done = len(checker.trials)
-            res = {"ok": True, "launch": {"checked": True, "launches": []}, "seconds": {}}
-            ctx.state["timed"] = {"res": res, "checker": checker, "noisy": slow}
-            return res
-
-    v = Slow(0)
-    ctx = _ctx(relu_t, TRITON_RELU, tmp_path)
-    v._compile_and_run(ctx)
-    v.gate_correct(ctx)
-    with pytest.raises(GateFail) as e:
-        v.gate_timing(ctx)
-    assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, "gpu_clock_low")
-    assert "420 MHz" in e.value.detail and e.value.metrics["gpu_clock_spun_s"] == 1.0
+    assert (e.value.status, e.value.code) == (Status.INFRA_ERROR, code)
+    assert says in e.value.detail and e.value.metrics[metric[0]] == metric[1]
 
 
 def test_a_read_past_the_end_whose_nan_the_math_drops_is_caught(triton_v):
