@@ -121,12 +121,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("task", type=Path)
     ap.add_argument("--cycles", type=int, default=2)
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="in this order")
     ap.add_argument("--idle-wait-s", type=float, default=20.0)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     rows = []
     for cycle in range(args.cycles):
-        for variant in VARIANTS:
+        for variant in args.variants.split(","):
             mhz, waited = wait_idle(args.idle_wait_s)
             got = run_child(__file__, str(args.task), variant, what=variant)
             if got is None:
