@@ -39,6 +39,11 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # first as a build node makes them (and each reference again, warm), then the same batch
 # building on the GPU node itself as one machine does, ~15 min
 [[ $STEPS == " catalog " ]] && STEPS=" prebuild pause "
+# `v12`: verifier 12's clock on a fresh card (clockramp, first: no process has opened the
+# card), then the whole catalog built first (how often the clock was spun, none
+# gpu_clock_low, labels as at v11: compare_kernel_runs.py against kernels_i30_catalog_v11b),
+# ~9 min
+[[ $STEPS == " v12 " ]] && STEPS=" clockramp prebuild "
 # `kb`: KernelBench level 1 at its own sizes, Crucible (its builds first on this node's
 # CPU runners, as a build node makes them) beside KernelBench's own precompile and eval in
 # one process (bench/kernelbench_phase.py); needs a copy of KernelBench's src/ and
