@@ -8,7 +8,8 @@ Why: `probe_slow_state.py`'s first timing process on a GPU that had no context o
 0.175-0.182), and 0.103 ms moments later in the same process. Each cycle here waits (no
 CUDA context in this process) until NVML reads the SM clock idle, then starts one fresh
 process per variant: `ref-first` times the reference first, `eager-first` the eager
-baseline first, `spun` runs `quiet.clock_up` and then the reference. Each then times both
+baseline first, `spun` runs the host's check before timed runs (`quiet.gpu_quiet`: the
+quiet probes, then `clock_up`) and then the reference. Each then times both
 again (warm). A thread samples NVML's SM clock every millisecond in the timing process.
 Needs a GPU, NVML (nvidia-ml-py) and nvcc (cuda tasks).
 """
@@ -32,6 +33,8 @@ IDLE_MHZ = 600.0
 
 
 def nvml_clock():
+    """NVML's SM clock of card 0 (a one-GPU node; the main process opens no CUDA context,
+    so it cannot ask torch which card, as `quiet.max_sm_mhz` does)."""
     import pynvml
 
     pynvml.nvmlInit()
@@ -73,10 +76,12 @@ def child(task: Path, variant: str) -> dict:
             for _ in range(3):
                 cand(*inputs), eager(*inputs)
         torch.cuda.synchronize()
-        out: dict = {"variant": variant, "kernel_mhz_before": quiet.kernel_mhz()}
-        if variant == "spun":
-            c = quiet.clock_up(quiet.kernel_mhz, quiet.spin, quiet.max_sm_mhz())
+        out: dict = {"variant": variant, "kernel_mhz_before": quiet.gpu_mhz()}
+        if variant == "spun":  # the host's own check before timed runs: quiet, clock up
+            q = quiet.gpu_quiet()
+            c = q.clock
             out["clock_up"] = {
+                "ready": q.ready,
                 "start_mhz": round(c.start_mhz),
                 "mhz": round(c.mhz),
                 "max_mhz": c.max_mhz,
@@ -87,7 +92,7 @@ def child(task: Path, variant: str) -> dict:
         order = (eager, cand) if variant == "eager-first" else (cand, eager)
         firsts = [runner.time_cuda(m, inputs) for m in order]
         t1 = time.perf_counter()
-        out["kernel_mhz_after_first"] = quiet.kernel_mhz()
+        out["kernel_mhz_after_first"] = quiet.gpu_mhz()
         ref_w, eager_w = runner.time_cuda(cand, inputs), runner.time_cuda(eager, inputs)
     stop.set()
     sampler.join()

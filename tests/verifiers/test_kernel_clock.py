@@ -18,7 +18,7 @@ from verifiers.contract import Status
 from verifiers.kernels import quiet, runner
 from verifiers.kernels import verifier as kv
 from verifiers.kernels.pool import GpuLock, TimingSlot
-from verifiers.kernels.quiet import CLOCK_UP, Clock, Quiet, clock_up
+from verifiers.kernels.quiet import CLOCK_UP, Clock, Prober, Quiet, clock_up
 
 ROOT = Path(__file__).resolve().parents[2]
 TOP = 1980.0
@@ -91,27 +91,27 @@ def test_without_nvml_the_first_timing_is_not_judged():
     assert c.up and card.spins == 0
 
 
-def test_the_quiet_check_keeps_the_top_and_the_highest_seen(monkeypatch):
-    """`gpu_quiet` across timings of one process: the first spins the idle card up; a
-    reading that fell since the card was seen high is not ready (`gpu_clock_low`)."""
+def test_the_quiet_check_keeps_the_top_and_the_highest_seen():
+    """`Prober.ready` (the host's `gpu_quiet`) across timings of one process: the first
+    spins the idle card up; a reading that fell since the card was seen high is not
+    ready (`gpu_clock_low`)."""
     card = _Card(345.0, 400.0)
-    monkeypatch.setattr(quiet, "_CARD", {})
-    monkeypatch.setattr(quiet, "_gpu", lambda: type("P", (), {"wait_quiet": _quiet})())
-    monkeypatch.setattr(quiet, "max_sm_mhz", lambda: TOP)
-    monkeypatch.setattr(quiet, "kernel_mhz", card.read)
-    monkeypatch.setattr(quiet, "spin", card.spin)
-    first = quiet.gpu_quiet()
+    spins = {"sleep": 0.0}
+
+    def spin() -> None:
+        card.spin()
+        time.sleep(spins["sleep"])
+
+    p = Prober(lambda: 10.0, card.read, spin, TOP)  # every probe under the bar: quiet
+    first = p.ready()
     assert first.ready and card.spins == 4 and first.clock.start_mhz == 345.0
+    assert p.seen_mhz == 1945.0 and p.top_mhz == TOP
     card.spins = 0
-    assert quiet.gpu_quiet().ready and card.spins == 0  # warm: one reading, no spin
-    card.mhz, card.step = 900.0, 0.0  # throttled: it stays there however long it spins
-    monkeypatch.setattr(quiet, "spin", lambda: card.spin() or time.sleep(0.01))
-    low = quiet.gpu_quiet()
+    assert p.ready().ready and card.spins == 0  # warm: one reading, no spin
+    card.mhz, card.step, spins["sleep"] = 900.0, 0.0, 0.01  # throttled, however long it spins
+    low = p.ready()
     assert low.quiet and not low.ready and low.clock.mhz == 900.0 and low.clock.spun_s >= 1.0
-
-
-def _quiet(*a, **k) -> Quiet:
-    return Quiet(True, 0.01, 5, 9.0, 200.0)
+    assert p.top_mhz == TOP  # not lowered: the card was seen at 1945 MHz
 
 
 def test_a_timing_slot_on_a_low_clock_sends_no_go():

@@ -40,7 +40,7 @@ QUIET_WAIT_S = 5.0
 # time to rise once work comes: a timing in that window is slow (cuda col_mean's reference
 # 1.73x in the first process on an idle card, 1.00x in the same process moments later:
 # bench/results/i30_slow_state_v11_h100.*). Before timed runs the GPU is kept busy until
-# the clock a kernel sees (`kernel_mhz`) is CLOCK_UP of the card's top (NVML), for
+# the clock a kernel sees (`gpu_mhz`) is CLOCK_UP of the card's top (NVML), for
 # CLOCK_SPIN_S at most. A whole spin that never reaches it, at the highest clock this
 # process's kernels have seen, makes that the top (the reading's own bias, or an operator's
 # cap): a warm card is never failed for how it is read, and pays the spin once. Without
@@ -117,10 +117,21 @@ class Quiet:
 
 
 class Prober:
-    """Probes by `probe` (microseconds per round trip)."""
+    """Probes by `probe` (microseconds per round trip); with `read_mhz` (the SM clock a
+    kernel sees) and `spin` (keep the GPU busy a moment), `ready` brings the clock up
+    against `top_mhz` (the card's, None unknown) and the highest clock read so far."""
 
-    def __init__(self, probe: Callable[[], float]):
+    def __init__(
+        self,
+        probe: Callable[[], float],
+        read_mhz: Callable[[], float] | None = None,
+        spin: Callable[[], None] | None = None,
+        top_mhz: float | None = None,
+    ):
         self.probe = probe
+        self.read_mhz, self.spin = read_mhz, spin
+        self.top_mhz = top_mhz
+        self.seen_mhz = 0.0  # the highest clock this process's kernels have seen
         self.idle_us: float | None = None  # the median round trip before any candidate ran
         self._lock = threading.Lock()  # one probe series at a time: they would slow each other
 
@@ -157,43 +168,18 @@ class Prober:
                 if waited >= limit_s:
                     return Quiet(False, waited, probes, slowest, bar)
 
-
-SLEEP_CYCLES = 400_000  # the clock read: 200 us of a sleep kernel at 2 GHz
-SPIN_CYCLES = 4_000_000  # one spin: 2 ms at 2 GHz, 12 ms at an idle 345 MHz
-
-
-def kernel_mhz() -> float:
-    """The SM clock a kernel sees now: a sleep kernel's cycles over its event time (on a
-    stream of its own, as the quiet probes: nothing else of this process queued there)."""
-    import torch
-
-    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    with torch.cuda.stream(_clock_stream()):
-        t0.record()
-        torch.cuda._sleep(SLEEP_CYCLES)
-        t1.record()
-    t1.synchronize()
-    return SLEEP_CYCLES / (t0.elapsed_time(t1) * 1e3)
-
-
-def spin() -> None:
-    import torch
-
-    stream = _clock_stream()
-    with torch.cuda.stream(stream):
-        torch.cuda._sleep(SPIN_CYCLES)
-    stream.synchronize()
-
-
-_STREAM: list = []
-
-
-def _clock_stream():
-    import torch
-
-    if not _STREAM:
-        _STREAM.append(torch.cuda.Stream())
-    return _STREAM[0]
+    def ready(self) -> Quiet:
+        """`wait_quiet`; once quiet, the clock brought up (`clock_up`): `Quiet.ready` says
+        whether timed runs may start."""
+        q = self.wait_quiet()
+        if not q.quiet or self.read_mhz is None or self.spin is None:
+            return q
+        with self._lock:
+            c = clock_up(self.read_mhz, self.spin, self.top_mhz, self.seen_mhz)
+            # a top lowered while the clock still rose comes back once kernels see more
+            self.top_mhz = c.max_mhz and max(c.max_mhz, c.seen_mhz)
+            self.seen_mhz = c.seen_mhz
+        return dataclasses.replace(q, clock=c)
 
 
 def max_sm_mhz() -> float | None:
@@ -223,7 +209,14 @@ def _nvml_index() -> int:
     return int(visible[here]) if visible[0].strip().isdigit() else here
 
 
-def _gpu_round_trip() -> Callable[[], float]:
+SLEEP_CYCLES = 400_000  # a clock reading: 200 us of a sleep kernel at 2 GHz
+SPIN_CYCLES = 4_000_000  # one spin: 2 ms at 2 GHz, 12 ms at an idle 345 MHz
+
+
+def _gpu_prober() -> Prober:
+    """This process's GPU: the probe's round trip, the SM clock a kernel sees (a sleep
+    kernel's cycles, `torch.cuda._sleep`, over its event time) and a spin, all on one
+    stream of their own (nothing else of this process queued there), and NVML's top."""
     import torch
 
     x = torch.zeros(1, device="cuda")
@@ -237,7 +230,21 @@ def _gpu_round_trip() -> Callable[[], float]:
             stream.synchronize()
             return (time.perf_counter() - t0) * 1e6
 
-    return probe
+    def read_mhz() -> float:
+        t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(stream):
+            t0.record()
+            torch.cuda._sleep(SLEEP_CYCLES)
+            t1.record()
+        t1.synchronize()
+        return SLEEP_CYCLES / (t0.elapsed_time(t1) * 1e3)
+
+    def spin() -> None:
+        with torch.cuda.stream(stream):
+            torch.cuda._sleep(SPIN_CYCLES)
+        stream.synchronize()
+
+    return Prober(probe, read_mhz, spin, max_sm_mhz())
 
 
 _GPU: Prober | None = None
@@ -248,7 +255,7 @@ def _gpu() -> Prober:
     global _GPU
     with _GPU_LOCK:
         if _GPU is None:
-            _GPU = Prober(_gpu_round_trip())
+            _GPU = _gpu_prober()
         return _GPU
 
 
@@ -259,20 +266,10 @@ def gpu_calibrate() -> float:
 
 
 def gpu_quiet() -> Quiet:
-    """`Prober.wait_quiet` on this process's GPU; once quiet, its clock brought up
-    (`clock_up`; `Quiet.ready` says whether timed runs may start)."""
-    q = _gpu().wait_quiet()
-    if not q.quiet:
-        return q
-    with _CLOCK_LOCK:  # one at a time: the GPU is held alone, the highest seen is kept
-        if not _CARD:
-            _CARD.update(top=max_sm_mhz(), seen=0.0)
-        c = clock_up(kernel_mhz, spin, _CARD["top"], _CARD["seen"])
-        # a top lowered while the clock still rose comes back once kernels see more
-        top = c.max_mhz and max(c.max_mhz, c.seen_mhz)
-        _CARD.update(top=top, seen=c.seen_mhz)
-    return dataclasses.replace(q, clock=c)
+    """`Prober.ready` on this process's GPU: quiet, and its clock up."""
+    return _gpu().ready()
 
 
-_CARD: dict = {}  # the card's top clock (read once) and the highest its kernels saw
-_CLOCK_LOCK = threading.Lock()
+def gpu_mhz() -> float:
+    """The SM clock a kernel sees now on this process's GPU (no spin)."""
+    return _gpu().read_mhz()
