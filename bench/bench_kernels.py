@@ -149,6 +149,11 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "shared_verdict": vd.metrics.get("shared_verdict"),  # verified again alone (MPS)
         # a slow verdict measured again before it stood (confirm_slow): every measure
         "timing_measures": vd.metrics.get("timing_measures"),
+        # slow twice: the task's reference verified again beside it (verifier 13)
+        "reference_again": vd.metrics.get("reference_again"),
+        # the timed runs' spread: a slow median whose fastest run passes was disturbed
+        "timing_min_ms": (vd.metrics.get("timing") or {}).get("min_ms"),
+        "timing_p90_ms": (vd.metrics.get("timing") or {}).get("p90_ms"),
         "timing_stop": (vd.metrics.get("timing") or {}).get("stop"),
         "timing_reps": (vd.metrics.get("timing") or {}).get("reps"),
         # the sleep queued before each timed run against the forward's host-side issue
@@ -723,10 +728,13 @@ def main() -> int:
             for m in r["timing_measures"]
             if m.get("eager_again_ms") and r.get("eager_ms")
         ]
+        # slow twice: the task's own reference verified again (verifier 13), its speedup
+        refs = [r["reference_again"] for r in again if r.get("reference_again")]
         results["slow_measured_again"] = {
             "verdicts": len(again),
             "not_slow": len(changed),
             "baseline_again_ratios": [round(x, 4) for x in drift],
+            "reference_again": [f"{x['status']} {x.get('speedup')}" for x in refs],
         }
         print(
             f"\nslow verdicts measured again: {len(again)}, {len(changed)} of them not slow: "
@@ -741,12 +749,19 @@ def main() -> int:
                 f"{statistics.median(drift):.3f}x, range {min(drift):.3f}-{max(drift):.3f}x "
                 f"over {len(drift)}"
             )
+        if refs:
+            print(
+                "slow twice, the task's reference verified again (status speedup): "
+                + ", ".join(results["slow_measured_again"]["reference_again"])
+            )
     # the SM clock before each timed run (verifier 12): how often it had to be spun up,
     # how long, and the timings refused for a clock that stayed low (gpu_clock_low)
     clocked = [r for r in rows if r.get("gpu_clock_mhz") is not None]
     if clocked:
-        # past 5 ms: spun (one reading takes ~0.2 ms at the top clock, ~1.2 ms idle)
-        spun = [r["gpu_clock_spun_s"] for r in clocked if r["gpu_clock_spun_s"] > 0.005]
+        # spun: read again after a spin (one spin is ~2 ms at the top clock)
+        spun = [
+            r["gpu_clock_spun_s"] for r in clocked if r["gpu_clock_mhz"] != r["gpu_clock_start_mhz"]
+        ]
         low = sum(r["code"] == "gpu_clock_low" for r in rows)
         results["gpu_clock"] = {
             "timings": len(clocked),

@@ -251,7 +251,8 @@ CODES: dict[str, tuple[str, str]] = {
     "timing_drift": (
         INFRA,
         "a slow verdict measured again, but the task's eager baseline timed beside it was "
-        "slower than when first measured: the machine slowed, not the candidate",
+        "slower than when first measured, or the task's own reference verified again "
+        "missed its bar: the machine slowed, not the candidate",
     ),
     "node_lost": (
         INFRA,
