@@ -8,7 +8,10 @@ The timed runs need a GPU; they are stood in for by a script of medians, one per
 verification, judged by the real `judge_speed` against a fixed eager time, as
 `gate_timing` judges them. A measure taken again that is slow sets the task's eager
 baseline timed again beside it (verifier version 11): that timing needs a GPU too, and is
-stood in for by a scripted eager time (`controls`), judged by the real `_slow_stands`."""
+stood in for by a scripted eager time (`controls`), judged by the real `_slow_stands`.
+Version 13: a second measure that passes is the verdict, and slow twice stands only where
+the task's reference, verified again (the script's next median), passes its bar; the
+candidate is the reference renamed (`renamed`), as the catalog's `rename_kernel` makes."""
 
 from __future__ import annotations
 
@@ -83,11 +86,16 @@ def scripted():
     v.close()
 
 
+def renamed(task) -> str:
+    """The task's reference, renamed: another candidate with its speed."""
+    return task.reference.replace("relu_kernel", "relu_kernel_renamed")
+
+
 @pytest.fixture
 def verify(task, scripted):
     def run(times, v=scripted, controls=()):
         v.script(times, controls)
-        return v.verify(task, task.reference, Limits()), v.used
+        return v.verify(task, renamed(task), Limits()), v.used
 
     return run
 
@@ -144,9 +152,21 @@ def test_slow_twice_while_the_tasks_reference_misses_its_bar_is_the_machines(ver
     # a task without a reference keeps the slow twice
     bare = dataclasses.replace(scripted_task(), reference=None)
     scripted.script([0.18, 0.17, 0.10])
-    vd = scripted.verify(bare, scripted_task().reference, Limits())
+    vd = scripted.verify(bare, renamed(scripted_task()), Limits())
     assert vd.status is Status.SLOW and scripted.used == 2
     assert "reference_again" not in vd.metrics
+
+
+def test_the_reference_slow_twice_then_passing_is_a_pass(task, scripted):
+    """The reference check verifies the reference itself: slow twice, its verification
+    again is a third measure of the same code, and passing it is the verdict."""
+    assert renamed(task) != task.reference
+    scripted.script([0.18, 0.17, 0.09])
+    vd = scripted.verify(task, task.reference, Limits())
+    assert vd.status is Status.PASS and scripted.used == 3, vd.feedback
+    assert vd.metrics["time_ms"] == 0.09
+    assert [m["status"] for m in vd.metrics["timing_measures"]] == ["slow", "slow"]
+    assert vd.metrics["reference_again"]["status"] == "pass"
 
 
 def test_slow_twice_while_the_baseline_itself_slowed_is_the_machines(verify, scripted):
