@@ -63,7 +63,7 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         print(json.dumps(child(Path(sys.argv[2]), int(sys.argv[3]))), flush=True)
         return 0
-    from probe_slow_state import run_child, smi_clock, start_holders
+    from probe_slow_state import each_child
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tasks", type=Path, nargs="+")
@@ -73,31 +73,21 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     rows = []
-    for state in args.states.split(","):
-        procs = start_holders(state)
-        try:
-            print(f"== {state}: {smi_clock()}", flush=True)
-            for task in args.tasks:
-                for p in range(args.procs):
-                    got = run_child(__file__, str(task), str(args.allocs), what=f"{task}")
-                    if got is None:
-                        continue
-                    rows.append({"state": state, "task": str(task), "proc": p, **got})
-                    best = min(min(r) for r in got["ref_ms"])
-                    print(f"{state} {task.parent.name}/{task.name} process {p}:", flush=True)
-                    for i, ptr in enumerate(got["ptrs"]):
-                        a, b = (got["ref_ms"][k][i] for k in (0, 1))
-                        ea, eb = (got["eager_ms"][k][i] for k in (0, 1))
-                        flag = "  SLOW" if max(a, b) > 1.2 * best else ""
-                        print(
-                            f"  copy {i:2d} @ {ptr:#x}: ref {a:.4f} then {b:.4f}  "
-                            f"eager {ea:.4f} then {eb:.4f}{flag}",
-                            flush=True,
-                        )
-        finally:
-            for p in procs:
-                p.kill()
-                p.wait()
+    for state, task, p, got in each_child(
+        __file__, args.states, args.tasks, args.procs, lambda _: [str(args.allocs)]
+    ):
+        rows.append({"state": state, "task": str(task), "proc": p, **got})
+        best = min(min(r) for r in got["ref_ms"])
+        print(f"{state} {task.parent.name}/{task.name} process {p}:", flush=True)
+        for i, ptr in enumerate(got["ptrs"]):
+            a, b = (got["ref_ms"][k][i] for k in (0, 1))
+            ea, eb = (got["eager_ms"][k][i] for k in (0, 1))
+            flag = "  SLOW" if max(a, b) > 1.2 * best else ""
+            print(
+                f"  copy {i:2d} @ {ptr:#x}: ref {a:.4f} then {b:.4f}  "
+                f"eager {ea:.4f} then {eb:.4f}{flag}",
+                flush=True,
+            )
     print("\n== per task and state: timings over 1.2x the process's best (ref, eager)")
     for state in args.states.split(","):
         for task in args.tasks:

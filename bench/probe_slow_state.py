@@ -186,6 +186,25 @@ def start_holders(state: str) -> list[subprocess.Popen]:
     return procs
 
 
+def each_child(script: str, states: str, tasks, runs: int, child_args):
+    """For each state of `states` (comma-separated; its holders started, and killed after),
+    each task and each of `runs` fresh processes: (state, task, run, the JSON line of
+    `script --child TASK *child_args(state)`); a process that failed is skipped."""
+    for state in states.split(","):
+        procs = start_holders(state)
+        try:
+            print(f"== {state}: {smi_clock()}", flush=True)
+            for task in tasks:
+                for i in range(runs):
+                    got = run_child(script, str(task), *child_args(state), what=f"{state} {task}")
+                    if got is not None:
+                        yield state, task, i, got
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--holder":
         holder(float(sys.argv[2]), sys.argv[3] == "1", sys.argv[3] == "busy")
@@ -200,30 +219,19 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     rows = []
-    for state in args.states.split(","):
-        procs = start_holders(state)
-        try:
-            print(f"== {state}: {smi_clock()}", flush=True)
-            for task in args.tasks:
-                for _ in range(args.runs):
-                    idle = "2" if state == "idle" else "0"
-                    got = run_child(__file__, str(task), idle, what=f"{state} {task}")
-                    if got is None:
-                        continue
-                    row = {"state": state, "task": str(task), **got}
-                    rows.append(row)
-                    print(
-                        f"{state:10s} {task.parent.name}/{task.name:12s} "
-                        f"ref {row['ref_ms']:.4f} ms "
-                        f"({row['ref_reps']} reps)  eager {row['eager_ms']:.4f} ms  "
-                        f"x%2MiB={row['x_ptr_mod_2mib']}  after: {row['clock_after_ref']}\n"
-                        f"   output padded (pad: ms @ offset): {row['pads']}",
-                        flush=True,
-                    )
-        finally:
-            for p in procs:
-                p.kill()
-                p.wait()
+    for state, task, _, got in each_child(
+        __file__, args.states, args.tasks, args.runs, lambda st: ["2" if st == "idle" else "0"]
+    ):
+        row = {"state": state, "task": str(task), **got}
+        rows.append(row)
+        print(
+            f"{state:10s} {task.parent.name}/{task.name:12s} "
+            f"ref {row['ref_ms']:.4f} ms "
+            f"({row['ref_reps']} reps)  eager {row['eager_ms']:.4f} ms  "
+            f"x%2MiB={row['x_ptr_mod_2mib']}  after: {row['clock_after_ref']}\n"
+            f"   output padded (pad: ms @ offset): {row['pads']}",
+            flush=True,
+        )
     print("\n== medians (ms): state task ref eager")
     for state in args.states.split(","):
         for task in args.tasks:
