@@ -140,10 +140,13 @@ ADD = make_task(
     comb_tb("add4", [("a", 4), ("b", 4)], [("y", 5)], 40),
     "comb",
 )
-# the same with a short simulation limit, for the candidates that hang the simulator
+# the same with a short simulation CPU budget, for the candidates that hang the simulator:
+# the budget ends a hang in ~1 s of CPU, and the wall limit (10 s) leaves room for a loaded
+# machine (with a 1.5 s wall, three test workers on two cores made it `machine_slow`)
 ADD_HANG = make_task(
-    "add4", "combinational", ADD_PORTS, ADD_REF, ADD.harness["testbench"], "comb", 1.0
+    "add4", "combinational", ADD_PORTS, ADD_REF, ADD.harness["testbench"], "comb", 10.0
 )
+ADD_HANG = dataclasses.replace(ADD_HANG, harness={**ADD_HANG.harness, "sim_cpu_s": 1}, task_id="")
 
 
 def add(body: str, header: str = "input [3:0] a, input [3:0] b, output [4:0] y") -> str:
