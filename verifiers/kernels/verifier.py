@@ -427,35 +427,37 @@ class KernelVerifier(Verifier):
         if v.status is not Status.SLOW or not self.settings.confirm_slow:  # type: ignore[attr-defined]
             return v
         timed = [v, self._measure_again(task, code, limits)]
-        kept, extra, extra_ms = timed[1], {}, 0.0
+        kept, ref = timed[1], None
         if kept.status is Status.SLOW:  # slow twice: the faster (a disturbance only slows)
             kept = min(timed, key=lambda x: x.metrics.get("time_ms", float("inf")))
-            kept, extra, extra_ms = self._reference_again(task, code, kept, limits)
+            kept, ref = self._reference_again(task, code, kept, limits)
+        metrics = {**kept.metrics, "timing_measures": [_measure(x) for x in timed]}
+        if ref is not None:
+            metrics["reference_again"] = {**_measure(ref), "feedback": ref.feedback[:300]}
         return dataclasses.replace(
             kept,
-            metrics={**kept.metrics, **extra, "timing_measures": [_measure(x) for x in timed]},
-            duration_ms=sum(x.duration_ms for x in timed) + extra_ms,
+            metrics=metrics,
+            duration_ms=sum(x.duration_ms for x in timed) + (ref.duration_ms if ref else 0.0),
         )
 
     def _reference_again(
         self, task: Task, code: Any, slow: Verdict, limits: Limits | None
-    ) -> tuple[Verdict, dict, float]:
+    ) -> tuple[Verdict, Verdict | None]:
         """A verdict slow twice stands only where the task's own reference, verified again
         now in a fresh job as a candidate is, passes its bar: the same kernel family on
         the same machine in the same minute. Not passing (slow, or the machine's infra),
         the machine is in a state that slows this task's kernels (Triton col_mean's rename
         of its reference timed 0.182, 0.110, 0.172 ms in three fresh jobs on the H100
         node, the reference 0.110, the eager baseline unchanged): `timing_drift`, infra,
-        measured again later. Its verdict is kept in the metrics (`reference_again`), its
-        duration returned; a task without a reference has no such check. Where the
+        measured again later. The verdict to keep, and the reference's (None: the task
+        has no reference, and no such check). Where the
         candidate is the reference (the reference check's own verification), this is a
         third measure of it, and one that passes is its verdict."""
         if not task.reference:
-            return slow, {}, 0.0
+            return slow, None
         ref = self._verify_once(task, task.reference, limits)
-        extra = {"reference_again": {**_measure(ref), "feedback": ref.feedback[:300]}}
         if ref.status is Status.PASS:
-            return (ref if code == task.reference else slow), extra, ref.duration_ms
+            return (ref if code == task.reference else slow), ref
         what = f"{ref.status.value}/{ref.code}"
         if ref.metrics.get("speedup") is not None:
             what += f", {ref.metrics['speedup']:.2f}x its eager baseline"
@@ -479,7 +481,7 @@ class KernelVerifier(Verifier):
             verdict_id="",  # an infra verdict's id is salted with its time (retried)
             created_at="",
         )
-        return infra, extra, ref.duration_ms
+        return infra, ref
 
     def _measure_again(self, task: Task, code: Any, limits: Limits | None) -> Verdict:
         """`_verify_once`, as a measure taken again of a slow verdict: a slow time there is
