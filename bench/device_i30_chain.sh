@@ -52,6 +52,10 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # ReLU's 6.4 GB), KB_SKIP the candidates (name prefixes) only Crucible verifies. ~13 min
 # for the default two
 [[ $STEPS == " kb " ]] && STEPS=" kb "
+# `jobrate`: the fresh-job skeleton without Crucible's gates (probe_job_rate.py): a context,
+# a job, a job handing its tensors over, at 1, 16 and 32 runners; then the hand-over with a spare
+# child per runner made ahead, and with one hardware queue per context, ~4 min
+[[ $STEPS == " jobrate " ]] && STEPS=" jobrate jobrate2 "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -119,6 +123,10 @@ TB=(python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" --perturb
 for w in 16 32 8 4; do
     step "workers$w" 300 "${TB[@]}" --workers "$w" --out "$RES/workers$w.json"
 done
+step jobrate 240 python3 bench/probe_job_rate.py --workers 1,16,32 --seconds 5 \
+    --out "$RES/jobrate.json"
+step jobrate2 300 python3 bench/probe_job_rate.py --modes share --workers 16 --seconds 5 --prefork \
+    --env CUDA_DEVICE_MAX_CONNECTIONS=1 --out "$RES/jobrate2.json"
 # N processes each running a small forward's shape at once: do they take turns?
 step share 120 python3 bench/probe_gpu_share.py
 # the same with the first process faulting: how many neighbours fail with it
