@@ -154,6 +154,7 @@ def host_compare(sock: socket.socket, stop: threading.Event, counts: dict) -> No
         if header is None:
             return
         t0 = time.perf_counter()
+        ok = False
         try:
             with (
                 devshare.Imported(fds[0], header["n"][0]) as a,
@@ -163,6 +164,8 @@ def host_compare(sock: socket.socket, stop: threading.Event, counts: dict) -> No
                     b.tensor(torch.float32, (COLS,)), y
                 )
                 torch.cuda.synchronize()
+        except Exception as e:  # counted, and answered: the child never waits forever
+            counts["errors"].append(repr(e)[:200])
         finally:
             devshare.close_fds(fds)
         counts["compare_s"].append(time.perf_counter() - t0)
@@ -177,7 +180,7 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
 
     procs, socks, threads = [], [], []
     stop = threading.Event()
-    counts: dict = {"compare_s": [], "ok": 0}
+    counts: dict = {"compare_s": [], "ok": 0, "errors": []}
     for _ in range(n):
         pass_fds: tuple = ()
         fd = -1
@@ -243,6 +246,7 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
     if mode == "share":
         out["compared"] = len(counts["compare_s"])
         out["compare_ok"] = counts["ok"]
+        out["compare_errors"] = counts["errors"][:3]
         if counts["compare_s"]:
             out["compare_median_s"] = round(statistics.median(counts["compare_s"]), 4)
     return out
@@ -272,7 +276,11 @@ def main() -> int:
         for mode in args.modes.split(","):
             for n in (int(x) for x in args.workers.split(",")):
                 for pf in pre:
-                    row = config(mode, n, args.seconds, env, pf)
+                    try:
+                        row = config(mode, n, args.seconds, env, pf)
+                    except Exception as e:  # one config's failure is a row, not the end
+                        row = {"mode": mode, "workers": n, "prefork": pf, "env": env}
+                        row["error"] = repr(e)[:300]
                     print(json.dumps(row), flush=True)
                     lines.append(json.dumps(row))
                     if args.out:
