@@ -483,6 +483,13 @@ def main() -> int:
         help="KernelSettings.timing_sleep: the GPU sleep queued before each timed run",
     )
     p.add_argument(
+        "--gpu-connections",
+        type=int,
+        default=None,
+        help="KernelSettings.gpu_connections: each job's CUDA context's hardware queues "
+        "(default: the driver's)",
+    )
+    p.add_argument(
         "--no-timing",
         action="store_true",
         help="every gate but timing (a diagnosis, no speed labels): what the batch's rate "
@@ -562,12 +569,14 @@ def main() -> int:
     kw["timing_pause"] = not args.drain
     kw["timing_sleep"] = args.timing_sleep
     kw["confirm_slow"] = not args.no_confirm_slow
+    kw["gpu_connections"] = args.gpu_connections
     verifiers = {"cuda": CudaVerifier(**kw), "triton": TritonVerifier(**kw)}
     workers = {d: v.pool(limits).size for d, v in verifiers.items()}
     results: dict = {"device": dev, "torch": torch.__version__, "tasks": len(tasks)}
     results.update(one_gpu_job=one, workers=workers, cores=os.cpu_count())
     results["confirm_slow"] = kw["confirm_slow"]
     results["timing_sleep"] = args.timing_sleep
+    results["gpu_connections"] = args.gpu_connections
     results["timing_pause"] = not args.drain
 
     def save() -> None:

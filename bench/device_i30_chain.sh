@@ -53,9 +53,14 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # for the default two
 [[ $STEPS == " kb " ]] && STEPS=" kb "
 # `jobrate`: the fresh-job skeleton without Crucible's gates (probe_job_rate.py): a context,
-# a job, a job handing its tensors over, at 1, 16 and 32 runners; then the hand-over with a spare
-# child per runner made ahead, and with one hardware queue per context, ~4 min
+# a job, a job handing its tensors over, at 1 and 16 runners, at the driver's hardware
+# queues per context and at one; then the hand-over with a spare child per runner made
+# ahead, at 8, 1 and 2 queues, ~9 min (the first run, 5 s windows: i30_jobrate_h100.json)
 [[ $STEPS == " jobrate " ]] && STEPS=" jobrate jobrate2 "
+# `conn`: the whole catalog built first with one hardware queue per job's context
+# (KernelSettings.gpu_connections 1), beside the same at the driver's default (prebuild):
+# the rate, and whether any label or speedup moves (compare_kernel_runs.py), ~15 min
+[[ $STEPS == " conn " ]] && STEPS=" conn1 prebuild "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -102,6 +107,9 @@ step drain 540 python3 bench/gpu_sampler.py --out "$RES/drain_smi" -- \
 step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone.json"
 step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --out "$RES/prebuild.json"
+step conn1 540 python3 bench/gpu_sampler.py --out "$RES/conn1_smi" -- python3 \
+    bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --gpu-connections 1 \
+    --out "$RES/conn1.json"
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
 # the states a batch puts the card in, each with fresh processes timing col_mean's
 # references (cuda col_mean's rename once timed 1.52x twice in a row), ~3 min
@@ -123,10 +131,11 @@ TB=(python3 bench/bench_kernels.py --domains triton --tasks "$W_TASKS" --perturb
 for w in 16 32 8 4; do
     step "workers$w" 300 "${TB[@]}" --workers "$w" --out "$RES/workers$w.json"
 done
-step jobrate 240 python3 bench/probe_job_rate.py --workers 1,16,32 --seconds 5 \
-    --out "$RES/jobrate.json"
-step jobrate2 300 python3 bench/probe_job_rate.py --modes share --workers 16 --seconds 5 --prefork \
-    --env CUDA_DEVICE_MAX_CONNECTIONS=1 --out "$RES/jobrate2.json"
+step jobrate 400 python3 bench/probe_job_rate.py --workers 1,16 --seconds 12 \
+    --env CUDA_DEVICE_MAX_CONNECTIONS=1 --out "$RES/jobrate.json"
+step jobrate2 300 python3 bench/probe_job_rate.py --modes share --workers 16 --seconds 12 \
+    --prefork --env CUDA_DEVICE_MAX_CONNECTIONS=1 --env CUDA_DEVICE_MAX_CONNECTIONS=2 \
+    --out "$RES/jobrate2.json"
 # N processes each running a small forward's shape at once: do they take turns?
 step share 120 python3 bench/probe_gpu_share.py
 # the same with the first process faulting: how many neighbours fail with it

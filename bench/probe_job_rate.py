@@ -18,8 +18,11 @@ forking one child after another for a fixed window; per mode, what a child does:
 adds each config with a spare child per runner, made (context and all) while the
 current one runs: whether the context's cost overlaps or is the node's serial part.
 
-Per config: jobs finished in the window, a second, and the children's median seconds
-in each part. One JSON line each.
+Per config: jobs finished in the window, a second (`per_s`; and `per_s_late`, its second
+half only: every runner forks its first child at the same instant, a burst of contexts a
+short window would measure alone), and the children's median seconds in each part. One
+JSON line each. The first run (bench/results/i30_jobrate_h100.json, 5 s windows) finished
+no job at 32 runners: their first contexts, made at once, took longer than the window.
 
     python bench/probe_job_rate.py [--modes ctx,job,share] [--workers 1,16,32]
         [--seconds 6] [--env CUDA_DEVICE_MAX_CONNECTIONS=1] [--prefork] [--out F]
@@ -238,6 +241,10 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
         "jobs": len(inside),
         "failed": sum(1 for r in rows if r.get("failed")),
         "per_s": round(len(inside) / seconds, 2),
+        # the window's second half: past the first burst of contexts made all at once
+        "per_s_late": round(
+            sum(1 for r in inside if r["done"] > start + seconds / 2) / (seconds / 2), 2
+        ),
         "median_s": med,
         "job_wall_median_s": round(statistics.median(r["done"] - r["start"] for r in inside), 4)
         if inside

@@ -329,6 +329,26 @@ def test_same_extension_name_different_code_gets_different_build_dirs(tmp_path):
     assert runner.job_env({"code": "x"}, None) == {}
 
 
+def test_a_gpu_jobs_context_gets_the_hardware_queues_its_verifier_names(tmp_path):
+    """KernelSettings.gpu_connections reaches a GPU job's environment, where the child
+    makes its context (`run_forked`: the job's env, then `gpu_init`); a CPU job, and a
+    verifier that names none, leave the driver's default; out of CUDA's range is refused."""
+    from verifiers.kernels.domain import KernelSettings
+    from verifiers.settings import SettingsError
+
+    var = "CUDA_DEVICE_MAX_CONNECTIONS"
+    gpu = {"code": "x", "device": "cuda", "gpu_connections": 1}
+    assert runner.job_env(gpu, tmp_path / ".session-a")[var] == "1"
+    assert runner.job_env(gpu, None) == {var: "1"}
+    assert var not in runner.job_env({**gpu, "device": "cpu"}, tmp_path / ".session-b")
+    assert var not in runner.job_env({"code": "x", "device": "cuda"}, tmp_path / ".session-c")
+    for bad in (0, 33):
+        with pytest.raises(SettingsError, match="gpu_connections must be 1 to 32"):
+            KernelSettings(gpu_connections=bad)
+    assert KernelSettings().gpu_connections is None  # the driver's default, as before
+    assert TritonVerifier(device="cpu", workers=1, gpu_connections=2).gpu_connections == 2
+
+
 # --- the fd channel: headers, fds, and what a hostile sender can do ----------------------
 def test_fds_cross_the_socket_with_their_header():
     a, b = devshare.socket_pair()

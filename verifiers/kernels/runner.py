@@ -1311,9 +1311,13 @@ def job_env(job: dict, session: Path | None) -> dict[str, str]:
     """The private caches of one verification, made under its session dir: Triton's,
     and torch extensions' keyed by the candidate's content, so two candidates that pass
     the same `load_inline(name=...)` never share a build, whatever worker runs them. On a
-    GPU, Triton's starts with the driver module the host built (`tritondriver`)."""
+    GPU, Triton's starts with the driver module the host built (`tritondriver`), and the
+    context's hardware queues are the verifier's `gpu_connections` where it names them."""
+    queues = {}
+    if job.get("device") == "cuda" and job.get("gpu_connections") is not None:
+        queues = {"CUDA_DEVICE_MAX_CONNECTIONS": str(int(job["gpu_connections"]))}
     if session is None:
-        return {}
+        return queues
     code = str(job.get("code", "")).encode("utf-8", "surrogatepass")
     ext = session / "torch_extensions" / hashlib.sha256(code).hexdigest()[:24]
     for d in (session / "triton", ext):
@@ -1331,6 +1335,7 @@ def job_env(job: dict, session: Path | None) -> dict[str, str]:
         "TORCH_EXTENSIONS_DIR": str(ext),
         "TRITON_HOME": str(session),
         "TORCHINDUCTOR_CACHE_DIR": str(session / "inductor"),
+        **queues,
     }
 
 

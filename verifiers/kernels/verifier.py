@@ -287,6 +287,7 @@ class KernelVerifier(Verifier):
         # a candidate and its task's eager baseline are timed the same way
         self.timing_mode = s.timing
         self.timing_sleep = s.timing_sleep
+        self.gpu_connections = s.gpu_connections
         self._again = threading.local()  # `on`: this thread measures a slow verdict again
 
     # --- environment ------------------------------------------------------------------
@@ -1170,6 +1171,9 @@ class KernelVerifier(Verifier):
             **ctx.state.get("job_extra", {}),
             **extra,
         }
+        if self.device == "cuda" and not aot and self.gpu_connections is not None:
+            job["gpu_connections"] = self.gpu_connections  # the child's context, made fresh
+            ctx.metrics["gpu_connections"] = self.gpu_connections
         if self.domain == "triton" and not aot and self._triton_seeds:
             seeded = self._triton_seeds.get(triton_seed_key(ctx.task.task_id, ctx.code))
             if seeded:  # compiled on a build node: the JIT finds them in its cache
