@@ -88,7 +88,8 @@ def runner(mode: str, share_fd: int, prefork: bool, out) -> None:
     one after another until the end; one JSON line each."""
     import torch  # noqa: F401  (warm, as a runner is: no CUDA context in this process)
 
-    from verifiers.kernels import devshare, runner  # noqa: F401  (the children's, made warm)
+    from verifiers.kernels import devshare  # noqa: F401  (the children's, made warm)
+    from verifiers.kernels import runner as _runner  # noqa: F401
 
     sock = socket.socket(fileno=share_fd) if share_fd >= 0 else None
     print(json.dumps({"ready": True}), file=out, flush=True)
@@ -138,16 +139,24 @@ def runner(mode: str, share_fd: int, prefork: bool, out) -> None:
         os.waitpid(spare[0], 0)
 
 
-def host_compare(sock: socket.socket, stop: threading.Event, counts: dict) -> None:
+def reference() -> tuple:
+    """The verifying process's own input and its mean, made once and shared by every
+    `host_compare` thread of a config."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(ROWS, COLS, device="cuda", generator=g)
+    return x, x.mean(0)
+
+
+def host_compare(sock: socket.socket, stop: threading.Event, counts: dict, ref: tuple) -> None:
     """The verifier's side of `share`: import a child's two tensors, compare on the GPU
-    against this process's own copy of the input and its mean, answer."""
+    against the process's copy of the input and its mean (`ref`), answer."""
     import torch
 
     from verifiers.kernels import devshare
 
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(ROWS, COLS, device="cuda", generator=g)
-    y = x.mean(0)
+    x, y = ref
     sock.settimeout(0.5)
     while not stop.is_set():
         try:
@@ -192,8 +201,7 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
             socks.append(mine)
             fd = theirs.fileno()
             pass_fds = (fd,)
-            th = threading.Thread(target=host_compare, args=(mine, stop, counts), daemon=True)
-            threads.append((th, theirs))
+            threads.append((mine, theirs))
         cmd = [sys.executable, __file__, "--runner", mode, "--share-fd", str(fd)]
         cmd += ["--prefork"] if prefork else []
         procs.append(
@@ -207,9 +215,12 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
             )
         )
     torch.zeros(1, device="cuda")  # this process's context, before the window
-    for th, theirs in threads:
+    ref = reference() if mode == "share" else None
+    for i, (mine, theirs) in enumerate(threads):
         theirs.close()
+        th = threading.Thread(target=host_compare, args=(mine, stop, counts, ref), daemon=True)
         th.start()
+        threads[i] = (th, theirs)
     for p in procs:  # every runner warm before the window opens
         assert json.loads(p.stdout.readline())["ready"]
     start = time.time() + 0.5
