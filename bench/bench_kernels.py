@@ -46,7 +46,11 @@ sys.path.insert(0, str(ROOT))
 
 from verifiers.catalog import load_catalog  # noqa: E402
 from verifiers.contract import Limits  # noqa: E402
-from verifiers.kernels.domain import TIMING_SLEEP_DEFAULT, TIMING_SLEEPS  # noqa: E402
+from verifiers.kernels.domain import (  # noqa: E402
+    TIMING_SLEEP_DEFAULT,
+    TIMING_SLEEPS,
+    KernelSettings,
+)
 
 
 def table(rows: list[list], head: list[str]) -> str:
@@ -484,10 +488,11 @@ def main() -> int:
     )
     p.add_argument(
         "--gpu-connections",
-        type=int,
-        default=None,
+        type=lambda v: None if v == "driver" else int(v),
+        default=KernelSettings().gpu_connections,
+        metavar="N|driver",
         help="KernelSettings.gpu_connections: each job's CUDA context's hardware queues "
-        "(default: the driver's)",
+        "(default: the setting's, %(default)s; `driver`: the driver's own, 8)",
     )
     p.add_argument(
         "--no-timing",

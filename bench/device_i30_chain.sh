@@ -58,9 +58,10 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # ahead, at 8, 1 and 2 queues, ~9 min (the first run, 5 s windows: i30_jobrate_h100.json)
 [[ $STEPS == " jobrate " ]] && STEPS=" jobrate jobrate2 "
 # `conn`: the whole catalog built first with one hardware queue per job's context
-# (KernelSettings.gpu_connections 1), beside the same at the driver's default (prebuild):
-# the rate, and whether any label or speedup moves (compare_kernel_runs.py), ~15 min
-[[ $STEPS == " conn " ]] && STEPS=" conn1 prebuild "
+# (KernelSettings.gpu_connections 1, the default from verifier 14: prebuild), beside the
+# same at the driver's 8 (conn8): the rate, and whether any label or speedup moves
+# (compare_kernel_runs.py), ~15 min (i30_conn_h100.*: 431 against 225 a minute)
+[[ $STEPS == " conn " ]] && STEPS=" prebuild conn8 "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -107,9 +108,9 @@ step drain 540 python3 bench/gpu_sampler.py --out "$RES/drain_smi" -- \
 step alone 300 python3 bench/bench_timing_alone.py --workers 8 --out "$RES/alone.json"
 step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
     python3 bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --out "$RES/prebuild.json"
-step conn1 540 python3 bench/gpu_sampler.py --out "$RES/conn1_smi" -- python3 \
-    bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --gpu-connections 1 \
-    --out "$RES/conn1.json"
+step conn8 540 python3 bench/gpu_sampler.py --out "$RES/conn8_smi" -- python3 \
+    bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --gpu-connections driver \
+    --out "$RES/conn8.json"
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
 # the states a batch puts the card in, each with fresh processes timing col_mean's
 # references (cuda col_mean's rename once timed 1.52x twice in a row), ~3 min

@@ -332,7 +332,8 @@ def test_same_extension_name_different_code_gets_different_build_dirs(tmp_path):
 def test_a_gpu_jobs_context_gets_the_hardware_queues_its_verifier_names(tmp_path):
     """KernelSettings.gpu_connections reaches a GPU job's environment, where the child
     makes its context (`run_forked`: the job's env, then `gpu_init`); a CPU job, and a
-    verifier that names none, leave the driver's default; out of CUDA's range is refused."""
+    verifier set to null, leave the driver's default; out of CUDA's range is refused; one
+    queue is the default (verifier 14)."""
     from verifiers.kernels.domain import KernelSettings
     from verifiers.settings import SettingsError
 
@@ -345,7 +346,9 @@ def test_a_gpu_jobs_context_gets_the_hardware_queues_its_verifier_names(tmp_path
     for bad in (0, 33):
         with pytest.raises(SettingsError, match="gpu_connections must be 1 to 32"):
             KernelSettings(gpu_connections=bad)
-    assert KernelSettings().gpu_connections is None  # the driver's default, as before
+    assert KernelSettings().gpu_connections == 1
+    assert KernelSettings.from_dict({"gpu_connections": None}).gpu_connections is None
+    assert TritonVerifier(device="cpu", workers=1).gpu_connections == 1
     assert TritonVerifier(device="cpu", workers=1, gpu_connections=2).gpu_connections == 2
 
 
