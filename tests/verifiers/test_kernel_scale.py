@@ -9,6 +9,7 @@ sizes) runs in bench/gpu_smoke.py and bench/bench_kernels.py on the device.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import socket
 import threading
@@ -350,6 +351,52 @@ def test_a_gpu_jobs_context_gets_the_hardware_queues_its_verifier_names(tmp_path
     assert KernelSettings.from_dict({"gpu_connections": None}).gpu_connections is None
     assert TritonVerifier(device="cpu", workers=1).gpu_connections == 1
     assert TritonVerifier(device="cpu", workers=1, gpu_connections=2).gpu_connections == 2
+
+
+class _Recorded:
+    """A pool and its runner that keep the jobs they are given (the verifier's side only)."""
+
+    def __init__(self):
+        self.jobs: list[dict] = []
+        self.gpu = SimpleNamespace(attach=lambda worker: contextlib.nullcontext())
+
+    def lease(self):
+        return self
+
+    def run(self, job, timeout_s, **kw):
+        self.jobs.append(job)
+        return {"ok": True, "seconds": {}}
+
+
+@pytest.mark.parametrize(
+    ("device", "settings", "aot", "queues"),
+    [
+        ("cuda", {}, False, 1),  # the default (verifier 14)
+        ("cuda", {"gpu_connections": 4}, False, 4),
+        ("cuda", {"gpu_connections": None}, False, None),  # the driver's own
+        ("cuda", {}, True, None),  # an AOT build job makes no context
+        ("cpu", {}, False, None),
+    ],
+)
+def test_the_verifier_names_a_gpu_jobs_queues_in_the_job_and_its_metrics(
+    tmp_path, device, settings, aot, queues
+):
+    """The verifier's half of the setting (`_job`), on CPU: the job a GPU runner gets
+    carries `gpu_connections` (which `runner.job_env`, above, makes the child's
+    environment), and the verdict's metrics record it; an AOT job, a CPU job and `null`
+    carry none."""
+    from verifiers.base import Context
+    from verifiers.sandbox import Sandbox
+
+    v = TritonVerifier(device=device, workers=1, **settings)
+    rec = _Recorded()
+    v.pool = lambda limits, aot=False: rec  # type: ignore[method-assign]
+    task = load_task(ROOT / "tasks/triton/relu")
+    ctx = Context(task, "x", Limits(), Sandbox(Limits()), tmp_path)
+    v._job(ctx, ["load"], 10.0, aot=aot)
+    (job,) = rec.jobs
+    assert job.get("gpu_connections") == queues
+    assert ctx.metrics.get("gpu_connections") == queues
 
 
 # --- the fd channel: headers, fds, and what a hostile sender can do ----------------------
