@@ -60,7 +60,7 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # `conn`: the whole catalog built first with one hardware queue per job's context
 # (KernelSettings.gpu_connections 1, the default from verifier 14: prebuild), beside the
 # same at the driver's 8 (conn8): the rate, and whether any label or speedup moves
-# (compare_kernel_runs.py), ~15 min (i30_conn_h100.*: 431 against 225 a minute)
+# (compare_kernel_runs.py), ~15 min (kernels_i30_conn{8,1}_h100.*: 225 and 431 a minute)
 [[ $STEPS == " conn " ]] && STEPS=" prebuild conn8 "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
