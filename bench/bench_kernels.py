@@ -53,6 +53,19 @@ from verifiers.kernels.domain import (  # noqa: E402
 )
 
 
+def _queues(v: str) -> int | None:
+    """`--gpu-connections`: 1 to 32, or `driver` (None: the driver's own)."""
+    if v == "driver":
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 32:
+        raise argparse.ArgumentTypeError(f"1 to 32, or `driver`, not {v!r}")
+    return n
+
+
 def table(rows: list[list], head: list[str]) -> str:
     cols = [head, *[[str(c) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in cols) for i in range(len(head))]
@@ -488,7 +501,7 @@ def main() -> int:
     )
     p.add_argument(
         "--gpu-connections",
-        type=lambda v: None if v == "driver" else int(v),
+        type=_queues,
         default=KernelSettings().gpu_connections,
         metavar="N|driver",
         help="KernelSettings.gpu_connections: each job's CUDA context's hardware queues "

@@ -109,6 +109,9 @@ def runner(mode: str, share_fd: int, prefork: bool, out) -> None:
             os.close(r)
             try:
                 res = child(mode, sock, go_r)
+            except BaseException as e:  # the row says why (a context that failed, a hang-up)
+                res = {"failed": True, "error": repr(e)[:300]}
+            try:
                 os.write(w, json.dumps(res).encode())
             finally:
                 os._exit(0)
@@ -214,30 +217,36 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
                 env={**os.environ, **env},
             )
         )
-    torch.zeros(1, device="cuda")  # this process's context, before the window
-    ref = reference() if mode == "share" else None
-    for i, (mine, theirs) in enumerate(threads):
-        theirs.close()
-        th = threading.Thread(target=host_compare, args=(mine, stop, counts, ref), daemon=True)
-        th.start()
-        threads[i] = (th, theirs)
-    for p in procs:  # every runner warm before the window opens
-        assert json.loads(p.stdout.readline())["ready"]
-    start = time.time() + 0.5
-    until = start + seconds
-    for p in procs:
-        p.stdin.write(f"{start}\n{until}\n")
-        p.stdin.flush()
-    rows = []
-    for p in procs:
-        for line in p.stdout:
-            rows.append(json.loads(line))
-        p.wait()
-    stop.set()
-    for th, _ in threads:
-        th.join(timeout=2)
-    for s in socks:
-        s.close()
+    try:
+        torch.zeros(1, device="cuda")  # this process's context, before the window
+        ref = reference() if mode == "share" else None
+        for i, (mine, theirs) in enumerate(threads):
+            theirs.close()
+            th = threading.Thread(target=host_compare, args=(mine, stop, counts, ref), daemon=True)
+            th.start()
+            threads[i] = (th, theirs)
+        for p in procs:  # every runner warm before the window opens
+            assert json.loads(p.stdout.readline())["ready"]
+        start = time.time() + 0.5
+        until = start + seconds
+        for p in procs:
+            p.stdin.write(f"{start}\n{until}\n")
+            p.stdin.flush()
+        rows = []
+        for p in procs:
+            for line in p.stdout:
+                rows.append(json.loads(line))
+            p.wait()
+        stop.set()
+        for th, _ in threads:
+            th.join(timeout=2)
+        for s in socks:
+            s.close()
+    finally:  # a config that failed leaves no runner behind for the next one
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     inside = [r for r in rows if r["done"] <= until and not r.get("failed")]
     med = {
         k: round(statistics.median(r[k] for r in inside if k in r), 4)
@@ -251,6 +260,7 @@ def config(mode: str, n: int, seconds: float, env: dict, prefork: bool) -> dict:
         "env": env,
         "jobs": len(inside),
         "failed": sum(1 for r in rows if r.get("failed")),
+        "failed_errors": sorted({r["error"] for r in rows if r.get("error")})[:3],
         "per_s": round(len(inside) / seconds, 2),
         # the window's second half: past the first burst of contexts made all at once
         "per_s_late": round(
