@@ -159,6 +159,9 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "gpu_exclusive_s": vd.metrics.get("gpu_exclusive_s"),
         "gpu_admit_wait_s": vd.metrics.get("gpu_admit_wait_s"),
         "gpu_quiet_check_s": vd.metrics.get("gpu_quiet_check_s"),
+        # the host's side of the trials: waiting for another's timing, checking them
+        "trials_host_s": vd.metrics.get("trials_host_s"),
+        "trials_host_wait_s": vd.metrics.get("trials_host_wait_s"),
         # the SM clock the quiet check saw and brought up before the timed runs (v12)
         "gpu_clock_start_mhz": vd.metrics.get("gpu_clock_start_mhz"),
         "gpu_clock_mhz": vd.metrics.get("gpu_clock_mhz"),
@@ -179,6 +182,42 @@ def row_of(phase: str, t, gen: str, vd) -> dict:
         "launch_bound": (vd.metrics.get("timing") or {}).get("launch_bound"),
         "extension_build": vd.metrics.get("extension_build"),
     }
+
+
+def _dist(values: list[float]) -> dict:
+    v = sorted(values)
+    return {
+        "n": len(v),
+        "sum": round(sum(v), 4),
+        "median": round(statistics.median(v), 5),
+        "p90": round(v[int(0.9 * (len(v) - 1))], 5),
+        "max": round(v[-1], 5),
+    }
+
+
+def pause_parts(log: list) -> dict:
+    """A GPU lock's pauses (`GpuLock.pause_log`: stop, host, whole seconds each) as
+    distributions."""
+    if not log:
+        return {}
+    names = ("stop the jobs", "wait for the host's GPU work", "whole pause")
+    return {name: _dist([p[i] for p in log]) for i, name in enumerate(names)}
+
+
+def trial_parts(rows: list) -> dict:
+    """Per job: the runner's trial laps (`trial_*`) and the verifier's host side."""
+    out = {}
+    seen = {k for r in rows for k in (r.get("runner_seconds") or {})}
+    names = sorted(k for k in seen if k.startswith("trial_"))
+    for name in ("outputs", *names):
+        v = [r["runner_seconds"][name] for r in rows if name in (r.get("runner_seconds") or {})]
+        if v:
+            out[name] = _dist(v)
+    for name in ("trials_host_s", "trials_host_wait_s"):
+        v = [r[name] for r in rows if r.get(name) is not None]
+        if v:
+            out[name] = _dist(v)
+    return out
 
 
 def spread(tasks, n: int) -> list:
@@ -733,6 +772,9 @@ def main() -> int:
             "pauses": lock.pauses,
             "seconds": round(lock.pause_s, 3),
             "resisted": lock.resisted,  # jobs killed for running through a pause
+            # where a pause's time went: stopping the jobs, the host's GPU work under way,
+            # the whole pause (the timed runs and their hand-over the rest)
+            "parts": pause_parts(lock.pause_log),
         }
         if lock.pauses:
             print(
@@ -740,6 +782,11 @@ def main() -> int:
                 f"{lock.pause_s:.1f}s in all ({lock.pause_s / lock.pauses * 1e3:.1f} ms each)"
                 f"; {lock.resisted} jobs killed for running through one"
             )
+            for part, d in pause_parts(lock.pause_log).items():
+                print(
+                    f"  {part}: sum {d['sum']:.2f}s, median {d['median'] * 1e3:.1f} ms, "
+                    f"p90 {d['p90'] * 1e3:.1f} ms, max {d['max'] * 1e3:.1f} ms"
+                )
     for v in verifiers.values():
         v.close()
 
@@ -812,6 +859,14 @@ def main() -> int:
             f"\nGPU held alone per timed candidate: median {statistics.median(excl):.4f}s, "
             f"max {max(excl):.4f}s over {len(excl)}"
         )
+    # where the batch's correctness trials spent their time, per job (runner's clocks;
+    # `reply` is the verifier's answer, its host side `trials_host_*`)
+    parts = trial_parts([r for r in rows if r["phase"] == "perturbations"])
+    if parts:
+        results["trial_parts"] = parts
+        print("\nthe batch's trials, per job (seconds: sum, median, p90):")
+        for name, d in parts.items():
+            print(f"  {name}: {d['sum']:.1f}, {d['median']:.3f}, {d['p90']:.3f}")
     for domain in ("cuda", "triton"):  # the drain: jobs that could not start meanwhile
         waits = [
             r["gpu_admit_wait_s"]

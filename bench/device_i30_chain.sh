@@ -62,6 +62,10 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # same at the driver's 8 (conn8): the rate, and whether any label or speedup moves
 # (compare_kernel_runs.py), ~15 min (kernels_i30_conn{8,1}_h100.*: 225 and 431 a minute)
 [[ $STEPS == " conn " ]] && STEPS=" prebuild conn8 "
+# `trials`: the whole catalog built first at this tree (one read back per trial's zone
+# check, comparison and hand-over; the trials' and pauses' parts reported), beside the
+# same at the tree in .bw/base.tar (`git archive BASE > .bw/base.tar`, carried): ~16 min
+[[ $STEPS == " trials " ]] && STEPS=" prebuild base "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -111,6 +115,12 @@ step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
 step conn8 540 python3 bench/gpu_sampler.py --out "$RES/conn8_smi" -- python3 \
     bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --gpu-connections driver \
     --out "$RES/conn8.json"
+if [[ $STEPS == *" base "* && -f .bw/base.tar ]]; then
+    rm -rf /root/base && mkdir -p /root/base && tar -xf .bw/base.tar -C /root/base
+    step base 540 bash -c "cd /root/base && python3 /root/i30tree/bench/gpu_sampler.py \
+        --out $RES/base_smi -- python3 bench/bench_kernels.py ${FULL[*]} --prebuild \
+        --warm-refs --out $RES/base.json"
+fi
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
 # the states a batch puts the card in, each with fresh processes timing col_mean's
 # references (cuda col_mean's rename once timed 1.52x twice in a row), ~3 min

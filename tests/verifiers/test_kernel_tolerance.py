@@ -172,3 +172,40 @@ def test_each_output_at_its_own_dtype():
     assert compare(off_by_one, want, 1e-4, 1e-4).ok
     verdict = compare(off_by_one, want, tol=tol)
     assert not verdict.ok and "output 1" in verdict.summary
+
+
+def test_compare_reads_each_chunk_once_and_names_what_it_did_before(monkeypatch):
+    """`compare` reads a chunk's NaN count, largest error and count out of tolerance back
+    together; the verdicts are what they were: a NaN anywhere wins over a mismatch
+    before it, the worst mismatch over every chunk is the one named, the largest error
+    spans the chunks, integers compare exactly and equal infinities pass."""
+    from verifiers.kernels import compare as cmp
+
+    monkeypatch.setattr(cmp, "CHUNK", 4)
+    want = torch.arange(12, dtype=torch.float32)
+    got = want.clone()
+    got[2] += 0.5  # chunk 0: out of tolerance
+    got[9] = float("nan")  # chunk 2: a NaN
+    v = compare([got], [want], 1e-3, 0.0)
+    assert (v.ok, v.code) == (False, "nan_output"), v
+    assert "1 NaN element(s) (first at [9]" in v.summary
+    got[9] = want[9] + 2.0  # chunk 2 now holds the worst mismatch, chunk 0 a smaller one
+    v = compare([got], [want], 1e-3, 0.0)
+    assert (v.ok, v.code) == (False, "numeric_mismatch"), v
+    assert "2 of 12 elements" in v.summary and "worst at [9]: got 11, expected 9" in v.summary
+    assert v.max_abs_err == 2.0
+    v = compare([got], [want], 3.0, 0.0)  # all within: the largest error over the chunks
+    assert v.ok and v.max_abs_err == 2.0
+    ints = torch.arange(10)
+    assert compare([ints.clone()], [ints], 0.0, 0.0).ok
+    off = ints.clone()
+    off[7] += 1
+    v = compare([off], [ints], 0.0, 0.0)
+    assert (v.ok, v.code) == (False, "numeric_mismatch") and "worst at [7]" in v.summary
+    inf = torch.tensor([1.0, float("inf"), -float("inf"), 2.0, 3.0])
+    assert compare([inf.clone()], [inf], 0.0, 0.0).ok
+    flipped = inf.clone()
+    flipped[1] = -float("inf")
+    assert not compare([flipped], [inf], 0.0, 0.0).ok
+    empty = torch.empty(0)
+    assert compare([empty], [empty.clone()], 0.0, 0.0).ok

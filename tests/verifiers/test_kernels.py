@@ -525,6 +525,14 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
     ctypes.memset(acc.data_ptr() + 4 * 5, 0x5A, 1)
     with pytest.raises(OutOfBoundsWrite, match="past the end of buffer 0"):
         zones.check()
+    # every live zone is compared in one pass: a byte past the second of three buffers is
+    # named as that buffer's, whatever the others hold
+    zones = RedZones()
+    with poisoned_allocations(zones):
+        a, b, c = torch.empty(16), torch.empty(7), torch.empty(3)
+    ctypes.memset(b.data_ptr() + 4 * 7 + 5, 0x5A, 1)
+    with pytest.raises(OutOfBoundsWrite, match=r"past the end of buffer 1 \(float32\[7\]\)"):
+        zones.check()
     # a buffer forward grows (`out=` of another shape resizes it: new memory, no zones)
     # is not judged by the bytes past its old end
     zones = RedZones()

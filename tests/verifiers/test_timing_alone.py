@@ -317,6 +317,9 @@ def test_a_timing_pauses_the_running_jobs_at_once_and_continues_them():
         assert all(len(j.pauses) == 1 and j.pauses[0] >= 0.4 for j in jobs)
         assert all(_progress(j.cpu) for j in jobs)  # they run again
         assert lock.pauses == 1 and lock.pause_s >= 0.4
+        # where the pause went: the stop, then the comparison under way (~0.4 s), in all
+        [(stop_s, host_s, whole_s)] = lock.pause_log
+        assert 0 <= stop_s < 2.0 and 0.1 < host_s < 5 and whole_s >= stop_s + host_s
         may_end.set()
         for t in threads:
             t.join(5)

@@ -67,27 +67,29 @@ def _compare_one(g: torch.Tensor, w: torch.Tensor, atol: float, rtol: float, nam
     n_nan, first_nan = 0, -1
     n_bad, worst_excess, worst_at, max_abs = 0, 0.0, -1, 0.0
     for start, g64, w64 in _chunks(g, w):
-        if floating:
-            nan = torch.isnan(g64)
-            count = int(nan.sum())
-            if count:
-                if first_nan < 0:
-                    first_nan = start + int(nan.nonzero()[0])
-                n_nan += count
-                continue
-        if n_nan:
-            continue  # the verdict is nan_output; only the count and first one matter
         diff = (g64 - w64).abs()
         both_inf = torch.isinf(g64) & torch.isinf(w64) & (torch.sign(g64) == torch.sign(w64))
         diff = torch.where(both_inf, torch.zeros_like(diff), diff)
         allowed = atol + rtol * w64.abs().nan_to_num(posinf=0.0, neginf=0.0)
         excess = diff - allowed
         bad = excess > 0
-        if diff.numel():
-            max_abs = max(max_abs, float(diff.max()))
-        count = int(bad.sum())
+        # one read back a chunk (its NaNs, its largest error, its elements out of
+        # tolerance): on a shared GPU each read waits for this process's turn there
+        nans = torch.isnan(g64).sum() if floating else torch.zeros((), dtype=torch.int64)
+        top = diff.max() if diff.numel() else torch.zeros((), dtype=diff.dtype)
+        count_nan, top, count = torch.stack(
+            [nans.to(diff.device, torch.float64), top.double(), bad.sum().double()]
+        ).tolist()
+        if count_nan:
+            if first_nan < 0:
+                first_nan = start + int(torch.isnan(g64).nonzero()[0])
+            n_nan += int(count_nan)
+            continue
+        if n_nan:
+            continue  # the verdict is nan_output; only the count and first one matter
+        max_abs = max(max_abs, top)
         if count:
-            n_bad += count
+            n_bad += int(count)
             at = int(excess.argmax())
             value = float(excess[at])
             if worst_at < 0 or value > worst_excess:

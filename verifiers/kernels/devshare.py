@@ -201,8 +201,10 @@ class Exported:
         self.mapping.close()
 
 
-def export_like(t, device: int = 0) -> Exported:
-    """A fresh exportable allocation holding a copy of tensor `t` (contiguous bytes)."""
+def export_like(t, device: int = 0, sync: bool = True) -> Exported:
+    """A fresh exportable allocation holding a copy of tensor `t` (contiguous bytes).
+    `sync=False`: the copy is only queued; the caller synchronizes before it hands the
+    allocation over (one wait for several tensors)."""
     import torch
 
     lib = _cuda()
@@ -216,7 +218,8 @@ def export_like(t, device: int = 0) -> Exported:
     view = _view(mapping.ptr, nbytes, src.dtype, src.shape, False)
     if nbytes:
         view.copy_(src)
-        torch.cuda.synchronize()
+        if sync:
+            torch.cuda.synchronize()
     return Exported(mapping, view, nbytes)
 
 

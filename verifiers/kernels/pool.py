@@ -336,6 +336,9 @@ class KernelWorker(Worker):
         )
 
 
+PAUSE_LOG_MAX = 100_000
+
+
 class GpuLock:
     """Shared use (jobs' trials, the host's comparisons) or exclusive use (timed runs, a
     reference's baseline).
@@ -375,6 +378,11 @@ class GpuLock:
         self._paused: tuple[list, tuple[int, ...], float] | None = None  # the writer's
         self.pauses = 0  # writers that paused running jobs, and the seconds they took
         self.pause_s = 0.0
+        # each pause's (stop, host, whole) seconds: stopping the jobs' processes, then
+        # waiting for the host's GPU work under way, and the pause from its start to the
+        # jobs continued (the first PAUSE_LOG_MAX)
+        self.pause_log: list[tuple[float, float, float]] = []
+        self._pause_parts = (0.0, 0.0)
         self.resisted = 0  # jobs killed because they kept running through a pause
         self._mine = threading.local()  # what this thread holds: "shared", "exclusive"
 
@@ -422,9 +430,11 @@ class GpuLock:
                 if (r := w.root_pid()) in left:
                     w.kill_resisting(left[r])
                     self.resisted += 1
+            t1 = time.perf_counter()
             with self._cond:
                 while self._host_uses:
                     self._cond.wait()
+            self._pause_parts = (t1 - t0, time.perf_counter() - t1)
         except BaseException:
             self._continue_others()
             raise
@@ -441,6 +451,10 @@ class GpuLock:
         if workers:
             self.pauses += 1
             self.pause_s += took
+            stop_s, host_s = self._pause_parts
+            if len(self.pause_log) < PAUSE_LOG_MAX:
+                self.pause_log.append((round(stop_s, 5), round(host_s, 5), round(took, 5)))
+        self._pause_parts = (0.0, 0.0)
 
     def _give_back(self) -> None:
         if self.held() == "exclusive":

@@ -376,6 +376,7 @@ class RedZones:
         freed during forward, or of one alive now."""
         if self.stray:
             raise OutOfBoundsWrite(self.stray[0])
+        alive = []
         for what, ref, zone, nbytes in self.zones:
             storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
             if storage is None:
@@ -383,6 +384,20 @@ class RedZones:
             buf = _EMPTY(0, dtype=torch.uint8, device=storage.device).set_(
                 storage, 0, (storage.nbytes(),)
             )
+            alive.append((what, buf, zone, nbytes))
+        # every zone compared on its device at once, one read back per device (on a shared
+        # GPU each read waits for this process's turn there); a zone that differs is
+        # scanned again for the bytes and offsets its message names
+        changed: dict = {}
+        for _what, buf, zone, nbytes in alive:
+            if buf.numel() != 2 * zone + nbytes:
+                continue  # resized by forward (`out=` of another size): not ours to judge
+            fill = self._fill(buf.device)[:zone]
+            side = (buf[:zone] != fill).any() | (buf[zone + nbytes :] != fill).any()
+            changed.setdefault(str(buf.device), []).append(side)
+        if not any(any(torch.stack(flags).tolist()) for flags in changed.values()):
+            return
+        for what, buf, zone, nbytes in alive:
             said = self._scan(what, buf, zone, nbytes)
             if said:
                 raise OutOfBoundsWrite(said)
@@ -458,8 +473,9 @@ def poison_cache(sizes) -> None:
             b = torch.empty(int(n), dtype=torch.uint8, device="cuda")
             b.fill_(0xFF)
             blocks.append(b)
-    torch.cuda.synchronize()
-    del blocks  # back to the allocator's cache, poisoned
+    # back to the allocator's cache, poisoned. No synchronize: a block goes back to the
+    # stream it was made on, and is handed out again only on that stream, after the fill
+    del blocks
 
 
 # --- Triton launch hook -------------------------------------------------------------------
@@ -918,11 +934,30 @@ def _refused(launch: Any) -> bool:
     return isinstance(launch, dict) and bool(launch.get("violation") or launch.get("arg_error"))
 
 
+class _Laps:
+    """Wall seconds between laps, summed by name: `lap(name)` charges the time since the
+    last lap to `name` (None: to nothing, a new start)."""
+
+    def __init__(self) -> None:
+        self.t = time.perf_counter()
+        self.sum: dict[str, float] = {}
+
+    def lap(self, name: str | None) -> None:
+        now = time.perf_counter()
+        if name is not None:
+            self.sum[name] = self.sum.get(name, 0.0) + now - self.t
+        self.t = now
+
+    def sums(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in self.sum.items()}
+
+
 class Runner:
     def __init__(self, share=None, progress_fd: int = -1) -> None:
         self.state: dict[str, Any] = {}
         self.hook: TritonHook | None = None
         self.share = share  # the socket to the verifier for exported GPU memory, or None
+        self.trial_clock = _Laps()  # where the trials' time goes (`_outputs_shared`)
         # where a step's start is told (`run_forked`): a child killed mid-job (a SIGSEGV
         # reading past a buffer) is judged at the step it died in, not at the job's first
         self.progress_fd = progress_fd
@@ -1130,10 +1165,13 @@ class Runner:
         answers before the next trial starts, so one trial's tensors are alive at once
         and nothing goes through host RAM."""
         answered = []
+        self.trial_clock = clock = _Laps()
         for i, trial in enumerate(job["trials"]):
             small = bool(trial.get("small"))
             problem = self.state["small" if small else "problem"]
+            clock.lap(None)
             inputs = make_inputs(problem, trial["seed"], "cuda", trial.get("shift", 0.0))
+            clock.lap("inputs")
             finite = trial.get("zones") == "finite"
             model = self._model(small)
             reply = self._run_shared(job, i, model, inputs, trial.get("out_bytes"), finite=finite)
@@ -1141,6 +1179,9 @@ class Runner:
             if not reply.get("go"):
                 break
         result["outputs"] = {"shared": answered}
+        # where the trials' time went, summed over them (`trial_inputs` ... `trial_reply`:
+        # host clocks, so a part that waits for the GPU holds the work queued before it)
+        result["seconds"].update({f"trial_{k}": v for k, v in clock.sums().items()})
 
     def _run_shared(
         self, job: dict, trial, model, inputs: list, out_bytes, outs=None, finite: bool = False
@@ -1151,6 +1192,7 @@ class Runner:
         from verifiers.kernels import devshare
 
         exported: list[devshare.Exported] = []
+        clock = self.trial_clock
         try:
             if outs is None:
                 # forward works on copies between red zones; what it left in them (its
@@ -1161,16 +1203,19 @@ class Runner:
                 with torch.no_grad(), poisoned_allocations(zones):
                     outs = as_outputs(model(*inputs))
                 torch.cuda.synchronize()
+                clock.lap("forward")
                 zones.check()
+                clock.lap("zones")
             for x in inputs:
                 if isinstance(x, torch.Tensor) and x.is_cuda:
-                    exported.append(devshare.export_like(x))
+                    exported.append(devshare.export_like(x, sync=False))
             n_in = len(exported)
             metas = []
             for o in outs:
                 metas.append({"dtype": str(o.dtype).removeprefix("torch."), "shape": list(o.shape)})
-                exported.append(devshare.export_like(o if o.is_cuda else o.to("cuda")))
+                exported.append(devshare.export_like(o if o.is_cuda else o.to("cuda"), sync=False))
             del outs
+            torch.cuda.synchronize()  # every copy made before the verifier reads one
             fds = [ex.fd() for ex in exported]
             header = {"nonce": job.get("nonce"), "trial": trial, "outputs": metas}
             header["inputs"] = n_in
@@ -1178,8 +1223,10 @@ class Runner:
                 devshare.send_fds(self.share, header, fds)
             finally:
                 devshare.close_fds(fds)
+            clock.lap("export")
             self.share.settimeout(float(job.get("reply_timeout_s", 600)))
             raw = self.share.recv(devshare.MAX_MESSAGE)
+            clock.lap("reply")
             reply = json.loads(raw.decode()) if raw else {}
             return reply if isinstance(reply, dict) else {}
         finally:

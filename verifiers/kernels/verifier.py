@@ -877,6 +877,8 @@ class KernelVerifier(Verifier):
         """The correctness verdict of a job's trials, compared here as they were handed
         over (`_SharedTrials`)."""
         trials = checker.trials
+        ctx.metrics["trials_host_s"] = round(checker.host_s, 4)
+        ctx.metrics["trials_host_wait_s"] = round(checker.host_wait_s, 4)
         checker.raise_failure()
         if not res["ok"] and not (res["step"] == "time" and checker.passed()):
             self._fail_from(ctx, res)
@@ -1344,13 +1346,13 @@ class KernelVerifier(Verifier):
     def _inputs(self, problem, seed: int, device: str, shift: float = 0.0) -> list:
         from verifiers.kernels import runner
 
+        # no synchronize inside: a CUDA draw's kernel takes its generator's seed and offset
+        # when it is launched (torch's philox state is read on the host then), so the next
+        # thread's reseed cannot reach a draw already launched. Waiting here for the GPU
+        # (on a shared card, for this process's turn there) kept every other verify
+        # thread's draw waiting too.
         with self._rng:
-            inputs = runner.make_inputs(problem, seed, device, shift)
-            if device == "cuda":
-                import torch
-
-                torch.cuda.synchronize()  # drawn before the next thread reseeds
-        return inputs
+            return runner.make_inputs(problem, seed, device, shift)
 
     def _mutated(self, ctx: Context, trial: dict, inputs: list, where: str, k: int, x):
         """The candidate's `inputs_mutated`, once this verifier's own draw of the trial's
@@ -1986,6 +1988,10 @@ class _SharedTrials:
         self.done = 0
         self.worst = 0.0
         self.failure: GateFail | None = None
+        # the host's side of the trials: waiting to use the GPU (another's timing), and
+        # checking them (drawing each reference, comparing)
+        self.host_wait_s = 0.0
+        self.host_s = 0.0
 
     def raise_failure(self) -> None:
         if self.failure is not None:
@@ -1998,9 +2004,15 @@ class _SharedTrials:
     def __call__(self, header: dict, fds: list[int]) -> dict:
         if self.failure is not None or self.done >= len(self.trials):
             return {"go": False}
+        t0 = time.perf_counter()
         try:
             with self.v._gpu.host_use():  # never beside a timing (one lock per card)
-                self._check(header, fds)
+                t1 = time.perf_counter()
+                try:
+                    self._check(header, fds)
+                finally:
+                    self.host_wait_s += t1 - t0
+                    self.host_s += time.perf_counter() - t1
             self.done += 1
             return {"go": self.done < len(self.trials)}
         except GateFail as f:
