@@ -529,8 +529,8 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
     # named as that buffer's, whatever the others hold
     zones = RedZones()
     with poisoned_allocations(zones):
-        a, b, c = torch.empty(16), torch.empty(7), torch.empty(3)
-    ctypes.memset(b.data_ptr() + 4 * 7 + 5, 0x5A, 1)
+        bufs = [torch.empty(16), torch.empty(7), torch.empty(3)]  # all three live
+    ctypes.memset(bufs[1].data_ptr() + 4 * 7 + 5, 0x5A, 1)
     with pytest.raises(OutOfBoundsWrite, match=r"past the end of buffer 1 \(float32\[7\]\)"):
         zones.check()
     # a buffer forward grows (`out=` of another shape resizes it: new memory, no zones)
