@@ -66,6 +66,9 @@ STEPS=" ${2:-clockramp quiet pause drain alone prebuild colmean slowstate seedpr
 # check, comparison and hand-over; the trials' and pauses' parts reported), beside the
 # same at the tree in .bw/base.tar (`git archive BASE > .bw/base.tar`, carried): ~16 min
 [[ $STEPS == " trials " ]] && STEPS=" prebuild base "
+# `tritrials`: the same pair for the Triton half of the catalog alone (its builds made
+# first; no warm references), for a lease too short for `trials`: ~6 min
+[[ $STEPS == " tritrials " ]] && STEPS=" tritrials tribase "
 mkdir -p "$RES" /tmp/bw
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf /root/i30tree && cp -a "$SRC" /root/i30tree && cd /root/i30tree || exit 1
@@ -120,6 +123,16 @@ if [[ $STEPS == *" base "* && -f .bw/base.tar ]]; then
     step base 540 bash -c "cd /root/base && python3 /root/i30tree/bench/gpu_sampler.py \
         --out $RES/base_smi -- python3 bench/bench_kernels.py ${FULL[*]} --prebuild \
         --warm-refs --out $RES/base.json"
+fi
+TRI=(--domains triton --perturb-tasks "${PERTURB:-32}" --ext-kernels 0 --compile-baseline-tasks 0
+     --workers 16 --prebuild)
+step tritrials 300 python3 bench/gpu_sampler.py --out "$RES/tritrials_smi" -- \
+    python3 bench/bench_kernels.py "${TRI[@]}" --out "$RES/tritrials.json"
+if [[ $STEPS == *" tribase "* && -f .bw/base.tar ]]; then
+    rm -rf /root/base && mkdir -p /root/base && tar -xf .bw/base.tar -C /root/base
+    step tribase 300 bash -c "cd /root/base && python3 /root/i30tree/bench/gpu_sampler.py \
+        --out $RES/tribase_smi -- python3 bench/bench_kernels.py ${TRI[*]} \
+        --out $RES/tribase.json"
 fi
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
 # the states a batch puts the card in, each with fresh processes timing col_mean's
