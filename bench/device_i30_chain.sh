@@ -6,8 +6,9 @@
 # steadies Triton's labels, ~15 min); PERTURB=N in the environment: N tasks per domain
 # perturbed (default 32). A device call lasts 10 min at most and the machine goes back
 # 30 s after one ends: start the chain detached in one call, then poll in calls made at
-# once, each copying RESULTS_DIR under $OUT (issue #30's closing notes
-# show the calls).
+# once, each copying RESULTS_DIR under $OUT as one tar (issue #30's closing notes
+# show the calls): a call brings back at most 8 files, and a RESULTS_DIR under $OUT
+# with more loses the rest (kernels_i30_tritrials_h100.txt).
 # Runs from a copy of the tree (a later call's re-sync cannot change it mid-run); each step
 # writes its log and JSON into RESULTS_DIR and a STEP.done marker; ALL_DONE ends the chain.
 # Needs bubblewrap's .deb files in .bw/ (FACTS.md: the H200 node has none installed); the
