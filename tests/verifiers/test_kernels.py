@@ -606,11 +606,17 @@ def test_cuda_reference_compiles_for_sm90(cuda_v, name):
 
 
 def test_extension_path_compiles_against_torch_headers(cuda_v, relu_c):
-    """Over 30 s: a real load_inline build, nvcc and g++ over the torch headers (~70 s of
-    CPU), the KernelBench-style layout whose CUDA file includes torch/extension.h."""
+    """Over 30 s: a real load_inline build, the KernelBench-style layout whose CUDA file
+    includes torch/extension.h: torch's precompiled header made, then g++ over main.cpp
+    with it and nvcc over the torch headers, one unit after another (146 s alone on the
+    2-core dev machine, 2026-12-08; the suite's longest test). The only test of the
+    precompiled header's first build."""
     code = (ROOT / "tests/verifiers/kernel_fixtures/relu_extension.py").read_text()
     v = cuda_v.verify(relu_c, code)
     assert v.metrics["path"] == "extension"
+    (built,) = v.metrics["extension_build"]
+    assert built["pch"] == "built", built
+    assert built["units_cached"] == {"main.cpp": False, "cuda.cu": False}, built
     assert [c.name for c in v.checks if c.ok][-1] == "launch", v.feedback
     assert v.status is Status.INFRA_ERROR and v.code == "no_gpu"
 
