@@ -306,20 +306,28 @@ class RedZones:
 
     def _freed(self, what: str, buf, zone: int, nbytes: int) -> None:
         with contextlib.suppress(Exception):  # a finalizer must never raise
-            said = self._scan(what, buf, zone, nbytes)
+            said = self._scan(what, buf.untyped_storage(), zone, nbytes)
             if said and not self.stray:
                 self.stray.append(said)
 
-    def _scan(self, what: str, buf, zone: int, nbytes: int) -> str | None:
-        """What was written into `buf`'s zones, or None. A buffer forward resized (`out=`
-        of another size: new memory, no zones of ours) is not judged."""
-        storage = buf.untyped_storage()
+    def _sides(self, storage, zone: int, nbytes: int) -> tuple | None:
+        """A zoned buffer's storage as (the fill, the zone before, the zone past its end),
+        bytes; None where forward resized it (`out=` of another size: new memory, no
+        zones of ours), which is not judged."""
         if storage.nbytes() != 2 * zone + nbytes:
             return None
-        device = storage.device
-        raw = _EMPTY(0, dtype=torch.uint8, device=device).set_(storage, 0, (storage.nbytes(),))
-        fill = self._fill(device)[:zone]
-        for side, got in (("before", raw[:zone]), ("past the end of", raw[zone + nbytes :])):
+        raw = _EMPTY(0, dtype=torch.uint8, device=storage.device).set_(
+            storage, 0, (storage.nbytes(),)
+        )
+        return self._fill(storage.device)[:zone], raw[:zone], raw[zone + nbytes :]
+
+    def _scan(self, what: str, storage, zone: int, nbytes: int) -> str | None:
+        """What was written into the zones of `storage` (a zoned buffer's), or None."""
+        sides = self._sides(storage, zone, nbytes)
+        if sides is None:
+            return None
+        fill, before, past = sides
+        for side, got in (("before", before), ("past the end of", past)):
             if torch.equal(got, fill):
                 continue
             bad = (got != fill).nonzero().flatten().cpu()
@@ -329,7 +337,7 @@ class RedZones:
             whose = "forward was given" if what.startswith("input") else "forward allocated"
             return (
                 f"{bad.numel()} byte(s) written {side} {what}, which {whose} "
-                f"(at {lo}-{hi} bytes {where}; {device.type} memory)"
+                f"(at {lo}-{hi} bytes {where}; {storage.device.type} memory)"
             )
         return None
 
@@ -381,24 +389,20 @@ class RedZones:
             storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
             if storage is None:
                 continue  # freed during forward: judged then (`_freed`)
-            buf = _EMPTY(0, dtype=torch.uint8, device=storage.device).set_(
-                storage, 0, (storage.nbytes(),)
-            )
-            alive.append((what, buf, zone, nbytes))
+            sides = self._sides(storage, zone, nbytes)
+            if sides is not None:
+                alive.append((what, storage, zone, nbytes, sides))
         # every zone compared on its device at once, one read back per device (on a shared
         # GPU each read waits for this process's turn there); a zone that differs is
         # scanned again for the bytes and offsets its message names
         changed: dict = {}
-        for _what, buf, zone, nbytes in alive:
-            if buf.numel() != 2 * zone + nbytes:
-                continue  # resized by forward (`out=` of another size): not ours to judge
-            fill = self._fill(buf.device)[:zone]
-            side = (buf[:zone] != fill).any() | (buf[zone + nbytes :] != fill).any()
-            changed.setdefault(str(buf.device), []).append(side)
+        for *_, (fill, before, past) in alive:
+            side = (before != fill).any() | (past != fill).any()
+            changed.setdefault(str(fill.device), []).append(side)
         if not any(any(torch.stack(flags).tolist()) for flags in changed.values()):
             return
-        for what, buf, zone, nbytes in alive:
-            said = self._scan(what, buf, zone, nbytes)
+        for what, storage, zone, nbytes, _ in alive:
+            said = self._scan(what, storage, zone, nbytes)
             if said:
                 raise OutOfBoundsWrite(said)
 
