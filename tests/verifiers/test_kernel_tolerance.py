@@ -174,7 +174,7 @@ def test_each_output_at_its_own_dtype():
     assert not verdict.ok and "output 1" in verdict.summary
 
 
-def test_compare_reads_each_chunk_once_and_names_what_it_did_before(monkeypatch):
+def test_compare_reads_each_chunk_once_and_names_what_it_did_before(monkeypatch, host_reads):
     """`compare` reads a chunk's NaN count, largest error and count out of tolerance back
     together; the verdicts are what they were: a NaN anywhere wins over a mismatch
     before it, the worst mismatch over every chunk is the one named, the largest error
@@ -184,6 +184,9 @@ def test_compare_reads_each_chunk_once_and_names_what_it_did_before(monkeypatch)
     monkeypatch.setattr(cmp, "CHUNK", 4)
     want = torch.arange(12, dtype=torch.float32)
     got = want.clone()
+    host_reads.clear()
+    assert compare([got], [want], 1e-3, 0.0).ok
+    assert host_reads == {"tolist": 3}, host_reads  # three chunks, one read each
     got[2] += 0.5  # chunk 0: out of tolerance
     got[9] = float("nan")  # chunk 2: a NaN
     v = compare([got], [want], 1e-3, 0.0)

@@ -465,7 +465,7 @@ def test_a_store_past_the_end_is_out_of_bounds_write_every_time(triton_v, relu_t
         assert "past the end of buffer 0 (float32" in v.feedback, v.feedback
 
 
-def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
+def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked(host_reads):
     import ctypes
 
     import torch
@@ -530,6 +530,9 @@ def test_red_zones_see_a_byte_on_either_side_and_leave_the_buffer_as_asked():
     zones = RedZones()
     with poisoned_allocations(zones):
         bufs = [torch.empty(16), torch.empty(7), torch.empty(3)]  # all three live
+    host_reads.clear()
+    zones.check()  # untouched: one read back for all three
+    assert host_reads == {"tolist": 1}, host_reads
     ctypes.memset(bufs[1].data_ptr() + 4 * 7 + 5, 0x5A, 1)
     with pytest.raises(OutOfBoundsWrite, match=r"past the end of buffer 1 \(float32\[7\]\)"):
         zones.check()
