@@ -768,13 +768,14 @@ def main() -> int:
         locks.setdefault(id(v._gpu), ([], v._gpu))[0].append(domain)
     for names, lock in locks.values():
         domain = "+".join(names)
+        parts = pause_parts(lock.pause_log)
         results.setdefault("timing_pauses", {})[domain] = {
             "pauses": lock.pauses,
             "seconds": round(lock.pause_s, 3),
             "resisted": lock.resisted,  # jobs killed for running through a pause
             # where a pause's time went: stopping the jobs, the host's GPU work under way,
             # the whole pause (the timed runs and their hand-over the rest)
-            "parts": pause_parts(lock.pause_log),
+            "parts": parts,
         }
         if lock.pauses:
             print(
@@ -782,7 +783,7 @@ def main() -> int:
                 f"{lock.pause_s:.1f}s in all ({lock.pause_s / lock.pauses * 1e3:.1f} ms each)"
                 f"; {lock.resisted} jobs killed for running through one"
             )
-            for part, d in pause_parts(lock.pause_log).items():
+            for part, d in parts.items():
                 print(
                     f"  {part}: sum {d['sum']:.2f}s, median {d['median'] * 1e3:.1f} ms, "
                     f"p90 {d['p90'] * 1e3:.1f} ms, max {d['max'] * 1e3:.1f} ms"
