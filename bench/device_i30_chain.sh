@@ -87,6 +87,17 @@ step() {  # step NAME LIMIT_S CMD...
     echo "== $(date +%T) $name rc=$rc in $((SECONDS - t0))s"
     touch "$RES/$name.done"
 }
+# at_base NAME LIMIT ARGS...: step NAME, bench_kernels.py ARGS at the tree in .bw/base.tar
+# (extracted once a chain, into /root/base), its nvidia-smi samples beside
+rm -rf /root/base
+at_base() {
+    local name=$1 limit=$2; shift 2
+    [[ $STEPS == *" $name "* && -f .bw/base.tar ]] || return 0
+    [[ -d /root/base ]] || { mkdir -p /root/base && tar -xf .bw/base.tar -C /root/base; }
+    step "$name" "$limit" bash -c 'cd /root/base && exec "$@"' _ python3 \
+        /root/i30tree/bench/gpu_sampler.py --out "$RES/${name}_smi" -- \
+        python3 bench/bench_kernels.py "$@" --out "$RES/$name.json"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$RES/gpu.txt" 2>&1
 python3 -c 'import torch, triton; print(torch.__version__, triton.__version__)' >> "$RES/gpu.txt" 2>&1
 # the catalog batch (64 references, 32 tasks' perturbations per domain); the
@@ -119,22 +130,12 @@ step prebuild 540 python3 bench/gpu_sampler.py --out "$RES/prebuild_smi" -- \
 step conn8 540 python3 bench/gpu_sampler.py --out "$RES/conn8_smi" -- python3 \
     bench/bench_kernels.py "${FULL[@]}" --prebuild --warm-refs --gpu-connections driver \
     --out "$RES/conn8.json"
-if [[ $STEPS == *" base "* && -f .bw/base.tar ]]; then
-    rm -rf /root/base && mkdir -p /root/base && tar -xf .bw/base.tar -C /root/base
-    step base 540 bash -c "cd /root/base && python3 /root/i30tree/bench/gpu_sampler.py \
-        --out $RES/base_smi -- python3 bench/bench_kernels.py ${FULL[*]} --prebuild \
-        --warm-refs --out $RES/base.json"
-fi
+at_base base 540 "${FULL[@]}" --prebuild --warm-refs
 TRI=(--domains triton --perturb-tasks "${PERTURB:-32}" --ext-kernels 0 --compile-baseline-tasks 0
      --workers 16 --prebuild)
 step tritrials 300 python3 bench/gpu_sampler.py --out "$RES/tritrials_smi" -- \
     python3 bench/bench_kernels.py "${TRI[@]}" --out "$RES/tritrials.json"
-if [[ $STEPS == *" tribase "* && -f .bw/base.tar ]]; then
-    rm -rf /root/base && mkdir -p /root/base && tar -xf .bw/base.tar -C /root/base
-    step tribase 300 bash -c "cd /root/base && python3 /root/i30tree/bench/gpu_sampler.py \
-        --out $RES/tribase_smi -- python3 bench/bench_kernels.py ${TRI[*]} \
-        --out $RES/tribase.json"
-fi
+at_base tribase 300 "${TRI[@]}"
 step colmean 90 python3 bench/probe_task_timing.py tasks/triton/col_mean
 # the states a batch puts the card in, each with fresh processes timing col_mean's
 # references (cuda col_mean's rename once timed 1.52x twice in a row), ~3 min
